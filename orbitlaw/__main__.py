@@ -1,0 +1,3 @@
+from orbitlaw.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""The ``orbitlaw`` command: one sub-command per stage of the study.
+
+Each sub-command lives in ``orbitlaw/commands/<name>.py`` and exposes ``add_parser(subparsers)``
+(which registers its flags and sets ``func``) so that adding a stage never touches this file's logic.
+Errors that a user can fix are raised as :class:`UserError` (or ``ValueError``/``OSError`` from the
+library) and printed as one line on stderr with exit status 2 (1 for I/O failures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from orbitlaw import __version__
+
+COMMANDS = ["simulate", "plot"]
+
+
+class UserError(Exception):
+    """A problem with the user's input, reported as one line without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orbitlaw", description="Discover physical laws with sequence models."
+    )
+    parser.add_argument("--version", action="version", version=f"orbitlaw {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"orbitlaw.commands.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UserError, ValueError) as exc:
+        print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"orbitlaw {args.command}: error: {exc.strerror or exc}"
+              + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"orbitlaw {args.command}: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``orbitlaw`` CLI, one module each."""

@@ -1,0 +1,420 @@
+"""Datasets on disk: sharded, resumable, atomic generation and a memory-mapped loader.
+
+Layout of a dataset directory::
+
+    DIR/manifest.json          format version, preset, generator parameters, seed, tokenizer, splits
+    DIR/<split>/tokens.npy     (n, seq_len, 2) uint16, memory-mappable
+    DIR/<split>/<field>.npy    per-sequence physics in float64 (see ``fields``)
+
+Sequence ``i`` of a split depends only on (seed, split, i): sequences are generated in fixed blocks of
+``SHARD_SIZE``, block ``b`` from a random stream keyed by (seed, split, b), so neither the number of
+workers nor the order in which blocks finish changes a byte. A run writes into a staging directory
+``.DIR.partial`` beside ``DIR``, records each finished block (after flushing it) in ``done.jsonl``, and
+renames the staging directory to ``DIR`` only when every block is written and the manifest is in place:
+a killed run re-run with the same command resumes and ends with the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.format import open_memmap
+
+from orbits import generate, nbody, presets
+from orbits.tokenizer import TokenizerSpec
+
+FORMAT_VERSION = 1
+SHARD_SIZE = 1024
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+# ----------------------------------------------------------------------------------------------------
+# What a split holds
+
+
+def fields(preset: str, params: dict, spec: TokenizerSpec) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Field name -> (dtype, per-sequence shape) of every array stored for ``preset``."""
+    P = presets.planet_slots(preset, params)
+    out = {
+        "tokens": ("uint16", (int(params["seq_len"]), 2)),
+        "n_planets": ("int64", ()),
+        "masses": ("float64", (P + 1,)),
+        "a": ("float64", (P,)),
+        "e": ("float64", (P,)),
+        "omega": ("float64", (P,)),
+        "mean_anomaly0": ("float64", (P,)),
+        "com": ("float64", (2,)),
+        "dt": ("float64", ()),
+        "dt_index": ("int64", ()),
+        "star_frozen": ("bool", ()),
+        "star_position": ("float64", (2,)),
+    }
+    if presets.STORES_STATES[preset]:
+        S = presets.max_steps(preset, params)
+        out.update(times=("float64", (S,)), positions=("float64", (S, P + 1, 2)),
+                   velocities=("float64", (S, P + 1, 2)), forces=("float64", (S, P + 1, 2)))
+    return out
+
+
+def split_key(split: str) -> int:
+    """A stable 32-bit integer naming a split in the random-stream key."""
+    return int.from_bytes(hashlib.sha256(split.encode()).digest()[:4], "little")
+
+
+def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split: str, block: int,
+                count: int) -> tuple[dict[str, np.ndarray], int]:
+    """Arrays for sequences ``block * SHARD_SIZE`` .. ``+ count`` of ``split``, and the number of
+    coordinates that fell outside the tokeniser range."""
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, split_key(split), block])))
+    sampler = presets.SAMPLERS[preset]
+    if preset == "solar-system":
+        batch = sampler(rng, count, params, first_index=block * SHARD_SIZE)
+    else:
+        batch = sampler(rng, count, params)
+    batch.validate()
+    seq_len = int(params["seq_len"])
+    arrays = batch.arrays()
+    if presets.STORES_STATES[preset]:
+        steps = presets.max_steps(preset, params)
+        per_seq = np.minimum(presets.steps_in_sequence(batch.n_planets, seq_len), steps)
+        if preset == "nbody":
+            pos, vel = nbody.integrate(batch, per_seq)
+            pos, vel = _pad_steps(pos, steps), _pad_steps(vel, steps)
+        else:
+            pos, vel = generate.analytic_states(batch, steps)
+        xy = generate.token_order(pos, batch.n_planets, seq_len)
+        arrays.update(times=np.arange(steps)[None, :] * batch.dt[:, None], positions=pos, velocities=vel,
+                      forces=generate.gravitational_forces(pos, batch.masses))
+    else:
+        xy = generate.analytic_token_positions(batch, seq_len, int(params["steps"]))
+    arrays["tokens"], outside = generate.tokenize(xy, batch.dt_index, spec)
+    return arrays, outside
+
+
+def _pad_steps(a: np.ndarray, steps: int) -> np.ndarray:
+    if a.shape[1] == steps:
+        return a
+    out = np.full((a.shape[0], steps) + a.shape[2:], np.nan)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Writing
+
+
+def parse_splits(text: str) -> dict[str, int]:
+    """``"train=1000,val=100"`` -> {"train": 1000, "val": 100}; ValueError on anything malformed."""
+    splits: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, count = part.strip().partition("=")
+        if not sep or not _SPLIT_NAME.match(name):
+            raise ValueError(f"malformed --splits entry {part!r}: expected NAME=N, e.g. train=1000,val=100")
+        try:
+            n = int(count)
+        except ValueError:
+            raise ValueError(f"malformed --splits entry {part!r}: N must be an integer") from None
+        if n <= 0:
+            raise ValueError(f"split {name!r} has N = {n}; N must be > 0")
+        if name in splits:
+            raise ValueError(f"split {name!r} given twice")
+        splits[name] = n
+    return splits
+
+
+def code_version() -> str:
+    """orbitlaw's version plus the git commit of the source tree when it is a checkout (``+dirty``)."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("orbitlaw")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                                capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        return f"{version}+g{commit}" + (".dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return version
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    """Write JSON to ``path`` via a temporary file, fsync and rename: readers see old or new, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _config(preset, params, spec, seed, splits) -> dict:
+    return {"format_version": FORMAT_VERSION, "preset": preset, "params": params, "seed": int(seed),
+            "splits": dict(splits), "tokenizer": spec.to_dict(), "shard_size": SHARD_SIZE}
+
+
+def _config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def _blocks(splits: dict[str, int]):
+    for split, n in splits.items():
+        for block in range(-(-n // SHARD_SIZE)):
+            yield split, block, min(SHARD_SIZE, n - block * SHARD_SIZE)
+
+
+def _allocate(stage: Path, config: dict) -> None:
+    """Create every output file at full size up front, so a full disk fails now, not mid-run."""
+    spec = TokenizerSpec.from_dict(config["tokenizer"])
+    schema = fields(config["preset"], config["params"], spec)
+    for split, n in config["splits"].items():
+        (stage / split).mkdir(parents=True, exist_ok=True)
+        for name, (dtype, shape) in schema.items():
+            path = stage / split / f"{name}.npy"
+            mm = open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=(n, *shape))
+            size = path.stat().st_size
+            del mm
+            fd = os.open(path, os.O_RDWR)
+            try:
+                os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+
+
+def _write_block(task) -> dict:
+    """Worker: build one block, write it into the preallocated files, flush, and return its digests."""
+    stage, config, split, block, count = task
+    spec = TokenizerSpec.from_dict(config["tokenizer"])
+    arrays, outside = build_block(config["preset"], config["params"], spec, config["seed"], split, block,
+                                  count)
+    digests = {}
+    start = block * SHARD_SIZE
+    for name, values in arrays.items():
+        mm = np.load(Path(stage) / split / f"{name}.npy", mmap_mode="r+")
+        mm[start:start + count] = values
+        mm.flush()
+        digests[name] = hashlib.sha256(np.ascontiguousarray(mm[start:start + count]).tobytes()).hexdigest()
+        del mm
+    return {"split": split, "block": block, "count": count, "outside": outside, "sha256": digests}
+
+
+def _read_done(path: Path) -> dict[tuple[str, int], dict]:
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill: that block is simply redone
+            done[(rec["split"], rec["block"])] = rec
+    return done
+
+
+def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Path, workers: int = 1,
+             overrides: dict | None = None, progress: bool = True) -> Path:
+    """Generate a dataset into ``out`` (see the module docstring); returns its path.
+
+    Re-running with the same arguments after a kill resumes; re-running after completion is a no-op.
+    Refuses (ValueError) to touch an existing different dataset or a non-dataset directory.
+    """
+    if isinstance(splits, str):
+        splits = parse_splits(splits)
+    if not splits:
+        raise ValueError("no splits given")
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
+    params = presets.preset_params(preset, overrides)
+    spec = TokenizerSpec()
+    config = _config(preset, params, spec, seed, splits)
+    digest = _config_hash(config)
+    out = Path(out)
+    if (out / "manifest.json").exists():
+        existing = json.loads((out / "manifest.json").read_text())
+        if existing.get("config_hash") == digest:
+            return out
+        raise ValueError(f"{out} holds a different dataset (preset {existing.get('preset')}, seed "
+                         f"{existing.get('seed')}, splits {existing.get('splits')}); refusing to overwrite "
+                         "it")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} exists and is not an orbitlaw dataset; refusing to overwrite it")
+
+    stage = out.parent / f".{out.name}.partial"
+    config_path = stage / "config.json"
+    if stage.exists() and config_path.exists():
+        staged = json.loads(config_path.read_text())
+        if _config_hash(staged) != digest:
+            raise ValueError(f"{stage} holds an unfinished run of a different dataset; remove it or re-run "
+                             "that command to finish it")
+    else:
+        if stage.exists():
+            shutil.rmtree(stage)  # killed before its config was written: nothing to keep
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp_stage = out.parent / f".{out.name}.partial.new"
+        shutil.rmtree(tmp_stage, ignore_errors=True)
+        tmp_stage.mkdir()
+        try:
+            _allocate(tmp_stage, config)
+            write_json_atomic(tmp_stage / "config.json", config)
+        except BaseException:
+            shutil.rmtree(tmp_stage, ignore_errors=True)
+            raise
+        os.replace(tmp_stage, stage)
+
+    done_path = stage / "done.jsonl"
+    done = _read_done(done_path)
+    todo = [(str(stage), config, s, b, c) for s, b, c in _blocks(splits) if (s, b) not in done]
+    total = sum(splits.values())
+    _run_blocks(todo, done, done_path, workers, total, progress, preset)
+
+    manifest = _manifest(config, digest, done, spec, params, preset)
+    write_json_atomic(stage / "manifest.json", manifest)
+    config_path.unlink()
+    done_path.unlink()
+    if out.exists():
+        out.rmdir()
+    os.replace(stage, out)
+    return out
+
+
+def _run_blocks(todo, done, done_path, workers, total, progress, preset) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, initial=sum(r["count"] for r in done.values()), unit="seq", unit_scale=True,
+               desc=f"simulate {preset}", disable=not progress, smoothing=0.1)
+    with open(done_path, "a") as log:
+        def record(rec):
+            log.write(json.dumps(rec, sort_keys=True) + "\n")
+            log.flush()
+            os.fsync(log.fileno())
+            done[(rec["split"], rec["block"])] = rec
+            bar.update(rec["count"])
+
+        if workers == 1 or len(todo) <= 1:
+            for task in todo:
+                record(_write_block(task))
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ctx.Pool(min(workers, len(todo))) as pool:
+                for rec in pool.imap_unordered(_write_block, todo):
+                    record(rec)
+    bar.close()
+
+
+def _manifest(config, digest, done, spec, params, preset) -> dict:
+    schema = fields(preset, params, spec)
+    split_info = {}
+    for split, n in config["splits"].items():
+        recs = sorted((r for (s, _), r in done.items() if s == split), key=lambda r: r["block"])
+        files = {}
+        for name, (dtype, shape) in schema.items():
+            joined = "".join(r["sha256"][name] for r in recs)
+            files[name] = {"file": f"{split}/{name}.npy", "dtype": dtype, "shape": [n, *shape],
+                           "sha256_of_blocks": hashlib.sha256(joined.encode()).hexdigest()}
+        outside = int(sum(r["outside"] for r in recs))
+        split_info[split] = {"count": n, "outside_range": outside, "files": files}
+    return {
+        **config,
+        "config_hash": digest,
+        "code_version": code_version(),
+        "units": {"length": "AU", "time": "yr", "mass": "M_sun", "velocity": "AU/yr",
+                  "force": "M_sun AU/yr^2", "G": presets.G},
+        "body_order": "planets 1..N, then the star (last body slot); absent planets are NaN",
+        "checksum": "per file: sha256 of the concatenated hex sha256 digests of its blocks of shard_size "
+                    "sequences, in order",
+        "split_info": split_info,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclass
+class Split:
+    """One split of a dataset, arrays memory-mapped read-only. Fields not stored for a preset are None.
+
+    tokens: (n, seq_len, 2) uint16. positions, velocities: (n, steps, bodies, 2) AU and AU/yr.
+    forces: (n, steps, bodies, 2) net gravitational force, M_sun AU/yr^2. masses: (n, bodies) M_sun.
+    times: (n, steps) yr. Body order: planets, then the star. Orbital elements: a, e, omega,
+    mean_anomaly0 (n, planets); n_planets, dt (yr), dt_index, com, star_frozen, star_position (n, ...).
+    """
+
+    name: str
+    manifest: dict
+    tokens: np.ndarray
+    n_planets: np.ndarray
+    masses: np.ndarray
+    a: np.ndarray
+    e: np.ndarray
+    omega: np.ndarray
+    mean_anomaly0: np.ndarray
+    com: np.ndarray
+    dt: np.ndarray
+    dt_index: np.ndarray
+    star_frozen: np.ndarray
+    star_position: np.ndarray
+    times: np.ndarray | None = None
+    positions: np.ndarray | None = None
+    velocities: np.ndarray | None = None
+    forces: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def tokenizer(self) -> TokenizerSpec:
+        return TokenizerSpec.from_dict(self.manifest["tokenizer"])
+
+
+def load_dataset(path: str | Path, verify: bool = False) -> dict[str, Split]:
+    """Open a dataset directory: {split name: Split}. ``verify=True`` also recomputes every checksum.
+
+    Raises ValueError naming the problem for a missing or unreadable manifest, an unknown format version,
+    or a file whose size, dtype or shape does not match the manifest (truncated or corrupted).
+    """
+    path = Path(path)
+    try:
+        manifest = json.loads((path / "manifest.json").read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path} is not an orbitlaw dataset (no manifest.json)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}/manifest.json is corrupted: {exc}") from None
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: dataset format {manifest.get('format_version')} is not supported "
+                         f"(this orbitlaw reads format {FORMAT_VERSION})")
+    out = {}
+    for split, info in manifest["split_info"].items():
+        arrays = {}
+        for name, meta in info["files"].items():
+            file = path / meta["file"]
+            try:
+                arr = np.load(file, mmap_mode="r")
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{file} is missing or corrupted: {exc}") from None
+            if list(arr.shape) != meta["shape"] or arr.dtype != np.dtype(meta["dtype"]):
+                raise ValueError(f"{file} is corrupted: shape {arr.shape} {arr.dtype}, manifest says "
+                                 f"{tuple(meta['shape'])} {meta['dtype']}")
+            if verify and _file_digest(arr, manifest["shard_size"]) != meta["sha256_of_blocks"]:
+                raise ValueError(f"{file} is corrupted: checksum mismatch")
+            arrays[name] = arr
+        out[split] = Split(name=split, manifest=manifest, **arrays)
+    return out
+
+
+def _file_digest(arr: np.ndarray, shard_size: int) -> str:
+    blocks = [hashlib.sha256(np.ascontiguousarray(arr[i:i + shard_size]).tobytes()).hexdigest()
+              for i in range(0, arr.shape[0], shard_size)]
+    return hashlib.sha256("".join(blocks).encode()).hexdigest()

@@ -1,0 +1,272 @@
+"""Dataset presets: the priors over planetary systems, one sampler each.
+
+Every preset is a set of generator parameters (overridable from a JSON config, validated) and a
+sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masses.
+
+- ``vafa2025``: the reference pretraining distribution of Vafa et al. (2025). Priors fitted to the NASA
+  exoplanet table (numbers below, fitted with scipy as the reference does); 1-10 planets; a ~ U(0.3, 32) AU;
+  e ~ Beta(0.867, 3.03); multi-planet systems are independent two-body orbits with the star frozen at a
+  point of one planet's stellar orbit (the reference model, not physics); a single planet moves its star.
+  Our only departure: e is capped at 0.99 (the reference accepts any e < 1; P(e > 0.99) ~ 1e-6).
+- ``two-body``: the reference probe set: one planet, both masses U(1e-4, 1.01e-2) (the lighter is the
+  planet), the star moves.
+- ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on
+  the ecliptic), six-month step; sequence i is planet ``i mod 8`` with the Sun (a two-body system about
+  the barycentre at the origin, as in the reference force-vector experiment), starting
+  ``(i // 8) * steps`` time steps after J2000.
+- ``nbody``: planets that attract each other and their star, integrated exactly (REBOUND IAS15);
+  2-4 planets on non-crossing orbits drawn from the vafa2025 priors.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+from orbits import kepler
+from orbits.systems import G, SystemBatch, empty_batch
+from orbits.tokenizer import TIME_STEPS
+
+# scipy.stats.gamma.fit on the planet masses (M_sun) below their 90th percentile, and
+# scipy.stats.lognorm.fit on the star masses (M_sun), of ../shared/reference/vafa2025/exoplanet_data.csv
+# (4956 planets). Shipped as numbers so the table is not needed at run time; a test refits them.
+PLANET_MASS_GAMMA = (0.3202016451781988, 6.009814999999999e-08, 0.001105594954623053)
+STAR_MASS_LOGNORM = (0.200450130446081, -0.6793606241621312, 1.6271508907813705)
+
+# Real planets: mass (M_sun, IAU mass ratios), a (AU) and e, longitude of perihelion and mean longitude
+# (degrees) at J2000 (Standish's approximate Keplerian elements, valid 1800-2050).
+SOLAR_SYSTEM = [
+    ("Mercury", 1 / 6023600.0, 0.38709927, 0.20563593, 77.45779628, 252.25032350),
+    ("Venus", 1 / 408523.71, 0.72333566, 0.00677672, 131.60246718, 181.97909950),
+    ("Earth", 1 / 328900.56, 1.00000261, 0.01671123, 102.93768193, 100.46457166),
+    ("Mars", 1 / 3098708.0, 1.52371034, 0.09339410, -23.94362959, -4.55343205),
+    ("Jupiter", 1 / 1047.3486, 5.20288700, 0.04838624, 14.72847983, 34.39644051),
+    ("Saturn", 1 / 3497.898, 9.53667594, 0.05386179, 92.59887831, 49.95424423),
+    ("Uranus", 1 / 22902.98, 19.18916464, 0.04725744, 170.95427630, 313.23810451),
+    ("Neptune", 1 / 19412.24, 30.06992276, 0.00859048, 44.96476227, -55.12002969),
+]
+
+_COMMON = {"seq_len": 1000, "steps": 500}
+_PRIORS = {
+    "a_range": [0.3, 32.0],
+    "e_beta": [0.867, 3.03],
+    "e_max": kepler.E_MAX,
+    "com_sigma": 1.0,
+}
+DEFAULTS: dict[str, dict] = {
+    "vafa2025": {**_COMMON, **_PRIORS, "planets": [1, 10],
+                 "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
+                 "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0],
+                 "freeze_star": True},
+    "two-body": {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
+    "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0,
+                     "planets": [list(p) for p in SOLAR_SYSTEM]},
+    "nbody": {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3,
+              "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
+              "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
+}
+PRESETS = tuple(DEFAULTS)
+STORES_STATES = {"vafa2025": False, "two-body": True, "solar-system": True, "nbody": True}
+"""Whether a preset stores per-step positions, velocities and forces (vafa2025 stores only elements)."""
+
+
+def preset_params(preset: str, overrides: dict | None = None) -> dict:
+    """The preset's generator parameters with ``overrides`` applied and validated."""
+    if preset not in DEFAULTS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    params = copy.deepcopy(DEFAULTS[preset])
+    for key, value in (overrides or {}).items():
+        if key not in params:
+            raise ValueError(f"unknown parameter {key!r} for preset {preset}; known: {', '.join(params)}")
+        params[key] = value
+    _validate(preset, params)
+    return params
+
+
+def _positive_range(params: dict, key: str, what: str) -> None:
+    lo, hi = params[key]
+    if not (lo > 0 and hi >= lo):
+        raise ValueError(f"{key} must be an increasing range of positive {what}, got {params[key]}")
+
+
+def _validate(preset: str, p: dict) -> None:
+    if int(p["seq_len"]) < 2 or int(p["steps"]) < 1:
+        raise ValueError("seq_len must be >= 2 and steps >= 1")
+    if preset == "solar-system":
+        for name, mass, a, e, *_ in p["planets"]:
+            if not mass > 0:
+                raise ValueError(f"planet {name}: mass must be positive, got {mass}")
+            if not a > 0:
+                raise ValueError(f"planet {name}: semi-major axis must be positive, got {a}")
+            if not 0 <= e < 1:
+                raise ValueError(f"planet {name}: eccentricity {e} is not in [0, 1): orbit not elliptic")
+        if not p["star_mass"] > 0:
+            raise ValueError(f"star_mass must be positive, got {p['star_mass']}")
+        return
+    lo, hi = p["planets"]
+    if not 1 <= lo <= hi:
+        raise ValueError(f"planets must be a range [min, max] with 1 <= min <= max, got {p['planets']}")
+    if not 0 <= p["e_max"] < 1:
+        raise ValueError(f"e_max = {p['e_max']}: eccentricity must stay below 1 (elliptic orbits only)")
+    if p["e_max"] > kepler.E_MAX:
+        raise ValueError(f"e_max = {p['e_max']} exceeds the supported maximum {kepler.E_MAX}")
+    if min(p["e_beta"]) <= 0:
+        raise ValueError(f"e_beta parameters must be positive, got {p['e_beta']}")
+    _positive_range(p, "a_range", "AU")
+    for key in ("planet_mass_clip", "star_mass_clip", "mass_uniform"):
+        if key in p:
+            _positive_range(p, key, "solar masses")
+    if p["com_sigma"] < 0:
+        raise ValueError("com_sigma must be >= 0")
+
+
+def _sample_eccentricity(rng, p, size):
+    return np.minimum(rng.beta(*p["e_beta"], size=size), p["e_max"])
+
+
+def _fill_planets(batch: SystemBatch, rng, p, planet_masses) -> None:
+    """Draw a, e, periapsis angle and start phase for every present planet slot of ``batch``."""
+    n, P = batch.a.shape
+    present = np.arange(P)[None, :] < batch.n_planets[:, None]
+    a = rng.uniform(*p["a_range"], size=(n, P))
+    e = _sample_eccentricity(rng, p, (n, P))
+    omega = rng.uniform(0.0, 2 * np.pi, size=(n, P))
+    phase = rng.uniform(0.0, 1.0, size=(n, P))  # start time offset U(0, period), as a fraction
+    batch.masses[:, :P] = np.where(present, planet_masses, np.nan)
+    batch.a[:] = np.where(present, a, np.nan)
+    batch.e[:] = np.where(present, e, np.nan)
+    batch.omega[:] = np.where(present, omega, np.nan)
+    batch.mean_anomaly0[:] = np.where(present, 2 * np.pi * phase, np.nan)
+
+
+def _fill_common(batch: SystemBatch, rng, p) -> None:
+    n = len(batch)
+    batch.com[:] = p["com_sigma"] * rng.standard_normal((n, 2))
+    batch.dt_index[:] = rng.integers(0, 2, size=n)
+
+
+def _star_and_planet_masses(rng, p, n, P):
+    star = np.clip(_lognorm(rng, p["star_mass_lognorm"], n), *p["star_mass_clip"])
+    planets = np.clip(_gamma(rng, p["planet_mass_gamma"], (n, P)), *p["planet_mass_clip"])
+    return star, planets
+
+
+def _gamma(rng, params, size):
+    shape, loc, scale = params
+    return loc + scale * rng.standard_gamma(shape, size=size)
+
+
+def _lognorm(rng, params, size):
+    s, loc, scale = params
+    return loc + scale * np.exp(s * rng.standard_normal(size))
+
+
+def sample_vafa2025(rng, n: int, p: dict) -> SystemBatch:
+    lo, hi = p["planets"]
+    batch = empty_batch(n, hi)
+    batch.n_planets[:] = rng.integers(lo, hi + 1, size=n)
+    star, planets = _star_and_planet_masses(rng, p, n, hi)
+    batch.masses[:, -1] = star
+    _fill_planets(batch, rng, p, planets)
+    _fill_common(batch, rng, p)
+    # The reference pins the star of a multi-planet system at a point of one planet's two-body stellar
+    # orbit (chosen at random, at one of the `steps` sampled times); planets then orbit that point.
+    frozen = (batch.n_planets > 1) & bool(p["freeze_star"])
+    which = np.floor(rng.uniform(size=n) * batch.n_planets).astype(np.int64)
+    when = rng.integers(0, int(p["steps"]), size=n)
+    rows = np.arange(n)
+    m_p, m_s = batch.masses[rows, which], star
+    dt = _time_steps(p)[batch.dt_index]
+    mean_motion = np.sqrt(G * (m_p + m_s) / batch.a[rows, which] ** 3)
+    rel, _ = kepler.relative_states(batch.a[rows, which], batch.e[rows, which], batch.omega[rows, which],
+                                    batch.mean_anomaly0[rows, which] + mean_motion * when * dt,
+                                    G * (m_p + m_s))
+    star_point = batch.com - (m_p / (m_p + m_s))[:, None] * rel
+    batch.star_frozen[:] = frozen
+    batch.star_position[:] = np.where(frozen[:, None], star_point, np.nan)
+    batch.dt[:] = dt
+    return batch
+
+
+def sample_two_body(rng, n: int, p: dict) -> SystemBatch:
+    batch = empty_batch(n, 1)
+    batch.n_planets[:] = 1
+    masses = rng.uniform(*p["mass_uniform"], size=(n, 2))
+    batch.masses[:, -1] = masses.max(axis=1)
+    _fill_planets(batch, rng, p, masses.min(axis=1)[:, None])
+    _fill_common(batch, rng, p)
+    batch.dt[:] = _time_steps(p)[batch.dt_index]
+    return batch
+
+
+def sample_solar_system(rng, n: int, p: dict, first_index: int = 0) -> SystemBatch:
+    """Sequence ``first_index + k`` is planet ``(first_index + k) mod 8``; no randomness is used."""
+    planets = p["planets"]
+    index = first_index + np.arange(n)
+    which = index % len(planets)
+    batch = empty_batch(n, 1)
+    batch.n_planets[:] = 1
+    table = np.array([row[1:6] for row in planets], dtype=np.float64)
+    mass, a, e, varpi, mean_longitude = table[which].T
+    batch.masses[:, 0] = mass
+    batch.masses[:, 1] = p["star_mass"]
+    batch.a[:, 0], batch.e[:, 0] = a, e
+    batch.omega[:, 0] = np.radians(varpi)
+    batch.dt_index[:] = p["time_step_index"]
+    batch.dt[:] = _time_steps(p)[batch.dt_index]
+    mean_motion = np.sqrt(G * (mass + p["star_mass"]) / a**3)
+    t0 = (index // len(planets)) * int(p["steps"]) * batch.dt
+    batch.mean_anomaly0[:, 0] = np.radians(mean_longitude - varpi) + mean_motion * t0
+    return batch
+
+
+def sample_nbody(rng, n: int, p: dict) -> SystemBatch:
+    lo, hi = p["planets"]
+    batch = empty_batch(n, hi)
+    batch.n_planets[:] = rng.integers(lo, hi + 1, size=n)
+    star, planets = _star_and_planet_masses(rng, p, n, hi)
+    batch.masses[:, -1] = star
+    _fill_planets(batch, rng, p, planets)
+    # Redraw (a, e) of any system whose orbits cross or crowd: each periapsis must clear the next inner
+    # apoapsis by the factor min_spacing. Planets are then ordered by semi-major axis.
+    for i in range(n):
+        k = batch.n_planets[i]
+        for _ in range(10_000):
+            order = np.argsort(batch.a[i, :k])
+            a, e = batch.a[i, :k][order], batch.e[i, :k][order]
+            if np.all(a[1:] * (1 - e[1:]) > p["min_spacing"] * a[:-1] * (1 + e[:-1])):
+                batch.a[i, :k], batch.e[i, :k] = a, e
+                break
+            batch.a[i, :k] = rng.uniform(*p["a_range"], size=k)
+            batch.e[i, :k] = _sample_eccentricity(rng, p, k)
+        else:
+            raise ValueError("could not place non-crossing orbits: widen a_range or lower planets/e_max")
+    _fill_common(batch, rng, p)
+    batch.dt[:] = _time_steps(p)[batch.dt_index]
+    return batch
+
+
+SAMPLERS = {"vafa2025": sample_vafa2025, "two-body": sample_two_body, "solar-system": sample_solar_system,
+            "nbody": sample_nbody}
+
+
+def _time_steps(p: dict) -> np.ndarray:
+    return np.asarray(TIME_STEPS, dtype=np.float64)
+
+
+def steps_in_sequence(n_planets: np.ndarray, seq_len: int) -> np.ndarray:
+    """Time steps whose first body appears in a sequence of ``seq_len`` tokens (dt token first)."""
+    return -(-(seq_len - 1) // (np.asarray(n_planets) + 1))
+
+
+def planet_slots(preset: str, params: dict) -> int:
+    """P, the number of planet slots of the preset's systems (solar-system: one planet per sequence)."""
+    return 1 if preset == "solar-system" else int(params["planets"][1])
+
+
+def max_steps(preset: str, params: dict) -> int:
+    """Steps stored per sequence: the preset's ``steps``, or fewer when tokens run out sooner."""
+    fewest = 1 if preset == "solar-system" else int(params["planets"][0])
+    return int(min(params["steps"], math.ceil((params["seq_len"] - 1) / (fewest + 1))))
