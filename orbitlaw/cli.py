@@ -21,8 +21,15 @@ class UserError(Exception):
     """A problem with the user's input, reported as one line without a traceback."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: ``orbitlaw simulate: error: ... (see --help)``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="orbitlaw", description="Discover physical laws with sequence models."
     )
     parser.add_argument("--version", action="version", version=f"orbitlaw {__version__}")

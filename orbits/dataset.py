@@ -76,10 +76,13 @@ def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split
     coordinates that fell outside the tokeniser range."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, split_key(split), block])))
     sampler = presets.SAMPLERS[preset]
+    # Always draw a whole block and keep the first `count`, so that a sequence never depends on how
+    # many sequences the split has.
     if preset == "solar-system":
-        batch = sampler(rng, count, params, first_index=block * SHARD_SIZE)
+        batch = sampler(rng, SHARD_SIZE, params, first_index=block * SHARD_SIZE)
     else:
-        batch = sampler(rng, count, params)
+        batch = sampler(rng, SHARD_SIZE, params)
+    batch = batch.subset(slice(0, count))
     batch.validate()
     seq_len = int(params["seq_len"])
     arrays = batch.arrays()

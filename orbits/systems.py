@@ -52,6 +52,10 @@ class SystemBatch:
         """(n, P) rad/yr, n = sqrt(G (m_planet + m_star) / a^3)."""
         return np.sqrt(G * (self.masses[:, :-1] + self.masses[:, -1:]) / self.a**3)
 
+    def subset(self, rows) -> SystemBatch:
+        """The systems selected by ``rows`` (a slice, index array or mask)."""
+        return SystemBatch(**{name: value[rows] for name, value in self.arrays().items()})
+
     def arrays(self) -> dict[str, np.ndarray]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 

@@ -1,0 +1,214 @@
+"""Datasets on disk: determinism, resume after a real kill, atomicity, refusals and bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import orbits
+from orbits import dataset
+
+
+def _cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True,
+                          timeout=300, **kwargs)
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*.npy"))}
+
+
+def test_worker_count_does_not_change_bytes(tmp_path):
+    splits = {"train": 2 * dataset.SHARD_SIZE + 17, "val": 5}
+    one = orbits.simulate("vafa2025", splits, 7, tmp_path / "one", workers=1, progress=False)
+    two = orbits.simulate("vafa2025", splits, 7, tmp_path / "two", workers=2, progress=False)
+    assert _files(one) == _files(two)
+    m1, m2 = (json.loads((p / "manifest.json").read_text()) for p in (one, two))
+    assert m1["split_info"] == m2["split_info"]
+
+
+def test_sequence_depends_only_on_seed_split_and_index(tmp_path):
+    a = orbits.simulate("two-body", {"train": 40}, 3, tmp_path / "a", progress=False)
+    b = orbits.simulate("two-body", {"train": 10, "val": 3}, 3, tmp_path / "b", progress=False)
+    c = orbits.simulate("two-body", {"train": 10}, 4, tmp_path / "c", progress=False)
+    ta, tb, tc = (orbits.load_dataset(p)["train"].tokens for p in (a, b, c))
+    assert np.array_equal(ta[:10], tb)  # a prefix of a split is the smaller split
+    assert not np.array_equal(tb, tc)  # another seed, other systems
+    vb = orbits.load_dataset(b)["val"].tokens
+    assert not np.array_equal(vb, tb[:3])  # another split, other systems
+
+
+def test_load_dataset_interface(tmp_path):
+    path = orbits.simulate("two-body", {"train": 12, "test": 3}, 0, tmp_path / "d", progress=False)
+    data = orbits.load_dataset(path)
+    assert set(data) == {"train", "test"}
+    tr = data["train"]
+    assert tr.tokens.shape == (12, 1000, 2) and tr.tokens.dtype == np.uint16
+    assert tr.positions.shape == (12, 500, 2, 2) and tr.velocities.shape == (12, 500, 2, 2)
+    assert tr.forces.shape == (12, 500, 2, 2) and tr.times.shape == (12, 500)
+    assert tr.masses.shape == (12, 2) and np.all(tr.masses[:, 0] <= tr.masses[:, 1])
+    np.testing.assert_allclose(tr.times[:, 1], tr.dt)
+    assert isinstance(tr.tokens, np.memmap)
+    manifest = tr.manifest
+    for key in ("format_version", "preset", "params", "seed", "tokenizer", "split_info", "code_version"):
+        assert key in manifest
+    assert manifest["split_info"]["train"]["files"]["tokens"]["shape"] == [12, 1000, 2]
+    assert orbits.load_dataset(path, verify=True)["test"].tokens.shape == (3, 1000, 2)
+    vafa = orbits.load_dataset(orbits.simulate("vafa2025", {"x": 4}, 0, tmp_path / "v", progress=False))["x"]
+    assert vafa.positions is None and vafa.masses.shape == (4, 11)
+
+
+def test_rerun_is_a_no_op_and_a_different_dataset_is_refused(tmp_path):
+    out = tmp_path / "d"
+    orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
+    before = (out / "manifest.json").stat().st_mtime_ns
+    orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
+    assert (out / "manifest.json").stat().st_mtime_ns == before
+    with pytest.raises(ValueError, match="different dataset"):
+        orbits.simulate("two-body", {"train": 5}, 1, out, progress=False)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not an orbitlaw dataset"):
+        orbits.simulate("two-body", {"train": 5}, 0, tmp_path / "other", progress=False)
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_resume_after_kill_is_bitwise_identical(tmp_path):
+    splits = "train=14000,val=300"
+    ref = tmp_path / "ref"
+    assert _cli("simulate", "--preset", "vafa2025", "--splits", splits, "--seed", "11", "--out", str(ref),
+                "--workers", "2", "--quiet").returncode == 0
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "orbitlaw", "simulate", "--preset", "vafa2025", "--splits", splits,
+            "--seed", "11", "--out", str(out), "--quiet"]
+    done = tmp_path / ".out.partial" / "done.jsonl"
+    for kills in range(2):  # kill it twice at different points, then let it finish
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if done.exists() and len(done.read_text().splitlines()) >= 3 + 4 * kills:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not out.exists(), "a killed run must not leave a dataset behind"
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert _files(out) == _files(ref)
+    assert not (tmp_path / ".out.partial").exists()
+
+
+def test_truncated_or_corrupted_files_are_reported(tmp_path):
+    path = orbits.simulate("two-body", {"train": 6}, 0, tmp_path / "d", progress=False)
+    tokens = path / "train" / "tokens.npy"
+    data = bytearray(tokens.read_bytes())
+    data[-5] ^= 0xFF
+    tokens.write_bytes(bytes(data))
+    orbits.load_dataset(path)  # shapes still fine
+    with pytest.raises(ValueError, match="tokens.npy is corrupted: checksum"):
+        orbits.load_dataset(path, verify=True)
+    tokens.write_bytes(bytes(data[:-100]))
+    with pytest.raises(ValueError, match="tokens.npy"):
+        orbits.load_dataset(path)
+    (path / "manifest.json").write_text("{ not json")
+    with pytest.raises(ValueError, match="manifest.json is corrupted"):
+        orbits.load_dataset(path)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--preset", "kepler"], "invalid choice: 'kepler'"),
+        (["--splits", "train=0"], "N must be > 0"),
+        (["--splits", "train=-5"], "N must be > 0"),
+        (["--splits", "train"], "malformed --splits entry"),
+        (["--splits", "train=ten"], "malformed --splits entry"),
+        (["--splits", "train=1,train=2"], "given twice"),
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["--config", "CFG:{\"e_max\": 1.2}"], "eccentricity must stay below 1"),
+        (["--config", "CFG:{\"mass_uniform\": [0, 0.01]}"], "positive solar masses"),
+        (["--config", "CFG:{\"mass_uniform\": [-1, 0.01]}"], "positive solar masses"),
+        (["--config", "CFG:{\"eccentricity\": 0.5}"], "unknown parameter 'eccentricity'"),
+        (["--config", "CFG:{not json"], "not valid JSON"),
+    ],
+)
+def test_bad_input_gives_one_line_error_and_writes_nothing(tmp_path, args, message):
+    base = {"--preset": "two-body", "--splits": "train=3", "--seed": "0", "--out": str(tmp_path / "d")}
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        if value.startswith("CFG:"):
+            (tmp_path / "cfg.json").write_text(value[4:])
+            value = str(tmp_path / "cfg.json")
+        base[flag] = value
+    result = _cli("simulate", *[x for kv in base.items() for x in kv], "--quiet")
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["cfg.json"])
+
+
+def test_solar_system_custom_planet_that_is_not_elliptic_is_refused(tmp_path):
+    bad = [list(p) for p in orbits.presets.SOLAR_SYSTEM]
+    bad[2][3] = 1.3  # Earth on a hyperbola
+    (tmp_path / "cfg.json").write_text(json.dumps({"planets": bad}))
+    result = _cli("simulate", "--preset", "solar-system", "--splits", "s=8", "--seed", "0", "--out",
+                  str(tmp_path / "d"), "--config", str(tmp_path / "cfg.json"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("orbitlaw simulate: error: planet Earth: eccentricity 1.3 is not in "
+                                     "[0, 1): orbit not elliptic")
+    assert not (tmp_path / "d").exists()
+
+
+def test_unwritable_destination(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if os.geteuid() == 0:  # root ignores permission bits: use a read-only file system instead
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(locked)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("cannot mount a read-only tmpfs here")
+        expected = "Read-only file system"
+    else:
+        locked.chmod(0o500)
+        expected = "Permission denied"
+    try:
+        result = _cli("simulate", "--preset", "two-body", "--splits", "t=3", "--seed", "0",
+                      "--out", str(locked / "d"), "--quiet")
+        assert result.returncode == 1
+        assert len(result.stderr.strip().splitlines()) == 1 and expected in result.stderr
+        assert list(locked.iterdir()) == []
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", str(locked)], check=False)
+        locked.chmod(0o700)
+
+
+def test_full_disk_fails_up_front_and_leaves_nothing(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        result = _cli("simulate", "--preset", "two-body", "--splits", "train=100", "--seed", "0",
+                      "--out", str(mnt / "d"), "--quiet")
+        assert result.returncode == 1
+        assert len(result.stderr.strip().splitlines()) == 1 and "No space left" in result.stderr
+        assert list(mnt.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_plot_from_api_and_cli(tmp_path):
+    path = orbits.simulate("vafa2025", {"train": 4}, 0, tmp_path / "d", progress=False)
+    ax = orbits.plot_system(orbits.load_dataset(path)["train"], 1, out=tmp_path / "api.png")
+    assert ax.get_xlabel() == "x (AU)" and (tmp_path / "api.png").stat().st_size > 10_000
+    result = _cli("plot", "--data", str(path), "--index", "2", "--out", str(tmp_path / "cli.png"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "cli.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = _cli("plot", "--data", str(path), "--index", "9", "--out", str(tmp_path / "x.png"))
+    assert bad.returncode == 2 and "out of range" in bad.stderr and not (tmp_path / "x.png").exists()
