@@ -97,9 +97,9 @@ def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split
         xy = generate.token_order(pos, batch.n_planets, seq_len)
         arrays.update(times=np.arange(steps)[None, :] * batch.dt[:, None], positions=pos, velocities=vel,
                       forces=generate.gravitational_forces(pos, batch.masses))
+        arrays["tokens"], outside = generate.tokenize(xy, batch.dt_index, spec)
     else:
-        xy = generate.analytic_token_positions(batch, seq_len, int(params["steps"]))
-    arrays["tokens"], outside = generate.tokenize(xy, batch.dt_index, spec)
+        arrays["tokens"], outside = generate.analytic_tokens(batch, seq_len, int(params["steps"]), spec)
     return arrays, outside
 
 

@@ -16,64 +16,98 @@ from orbits.systems import G, SystemBatch
 from orbits.tokenizer import TokenizerSpec, _bin
 
 
-@numba.njit(cache=True)
-def _analytic_fill(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, steps, token_slots,
-                   out_xy, out_pos, out_vel, token_order):
-    """Kepler positions for every planet and the star.
+@numba.njit(cache=True, inline="always")
+def _eccentric_anomalies(e, M0, mean_motion, dt, steps, M, E, sE, cE):
+    """sin E and cos E (in ``sE``, ``cE``) at t = k * dt, k < steps, for one orbit."""
+    for k in range(steps):
+        M[k] = M0 + mean_motion * (k * dt)
+    _solve_block(M[:steps], e, E[:steps], sE[:steps], cE[:steps])
 
-    token_order=True writes positions straight into token order ``out_xy`` (n, token_slots, 2) and only
-    the steps that fit; otherwise writes ``out_pos``/``out_vel`` (n, steps, B, 2).
+
+@numba.njit(cache=True)
+def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, dt_ids, steps, lo, width,
+                 num_bins, pad, out):
+    """Token sequences (n, L, 2) straight from the orbits: the fast path for token-only presets.
+
+    Computes only positions (no velocities) and only the steps whose first body fits; the arithmetic is
+    that of ``_fill_states`` so the tokens equal those of the general path. Returns the number of
+    coordinates outside the tokeniser range.
     """
     n, P = a.shape
-    M = np.empty(steps)
-    E = np.empty(steps)
-    sE = np.empty(steps)
-    cE = np.empty(steps)
+    slots = out.shape[1] - 1
+    outside = 0
+    M, E, sE, cE = np.empty(steps), np.empty(steps), np.empty(steps), np.empty(steps)
     for i in range(n):
+        out[i, 0, 0] = dt_ids[i]
+        out[i, 0, 1] = dt_ids[i]
+        for s in range(slots):
+            out[i, s + 1, 0] = pad
+            out[i, s + 1, 1] = pad
         N = n_planets[i]
         ms = masses[i, P]
-        steps_i = steps
-        if token_order:
-            steps_i = min(steps, (token_slots + N) // (N + 1))
+        steps_i = min(steps, (slots + N) // (N + 1))
         for j in range(N):
             mp = masses[i, j]
             mean_motion = math.sqrt(G * (mp + ms) / a[i, j] ** 3)
-            cw = math.cos(omega[i, j])
-            sw = math.sin(omega[i, j])
-            planet_share = ms / (mp + ms)
-            star_share = mp / (mp + ms)
+            _eccentric_anomalies(e[i, j], M0[i, j], mean_motion, dt[i], steps_i, M, E, sE, cE)
+            cw, sw = math.cos(omega[i, j]), math.sin(omega[i, j])
+            ax, ay = a[i, j], a[i, j] * math.sqrt(1.0 - e[i, j] ** 2)
+            if frozen[i]:  # the planet orbits the pinned star
+                ox, oy, share, star_share = star_pos[i, 0], star_pos[i, 1], 1.0, 0.0
+            else:  # planet and star orbit their centre of mass
+                ox, oy, share, star_share = com[i, 0], com[i, 1], ms / (mp + ms), mp / (mp + ms)
             for k in range(steps_i):
-                M[k] = M0[i, j] + mean_motion * (k * dt[i])
-            _solve_block(M[:steps_i], e[i, j], E[:steps_i], sE[:steps_i], cE[:steps_i])
-            for k in range(steps_i):
+                px = ax * (cE[k] - e[i, j])
+                py = ay * sE[k]
+                x = cw * px - sw * py
+                y = sw * px + cw * py
+                slot = 1 + k * (N + 1) + j
+                if slot <= slots:
+                    out[i, slot, 0], o1 = _bin(ox + share * x, lo, width, num_bins)
+                    out[i, slot, 1], o2 = _bin(oy + share * y, lo, width, num_bins)
+                    outside += o1 + o2
+                slot = 1 + k * (N + 1) + N
+                if j == 0 and slot <= slots:
+                    out[i, slot, 0], o1 = _bin(ox - star_share * x, lo, width, num_bins)
+                    out[i, slot, 1], o2 = _bin(oy - star_share * y, lo, width, num_bins)
+                    outside += o1 + o2
+    return outside
+
+
+@numba.njit(cache=True)
+def _fill_states(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, out_pos, out_vel):
+    """Positions (AU) and velocities (AU/yr), (n, steps, B, 2), of every planet and the star."""
+    n, P = a.shape
+    steps = out_pos.shape[1]
+    M, E, sE, cE = np.empty(steps), np.empty(steps), np.empty(steps), np.empty(steps)
+    for i in range(n):
+        N = n_planets[i]
+        ms = masses[i, P]
+        for j in range(N):
+            mp = masses[i, j]
+            mean_motion = math.sqrt(G * (mp + ms) / a[i, j] ** 3)
+            _eccentric_anomalies(e[i, j], M0[i, j], mean_motion, dt[i], steps, M, E, sE, cE)
+            cw, sw = math.cos(omega[i, j]), math.sin(omega[i, j])
+            if frozen[i]:
+                ox, oy, share, star_share = star_pos[i, 0], star_pos[i, 1], 1.0, 0.0
+            else:
+                ox, oy, share, star_share = com[i, 0], com[i, 1], ms / (mp + ms), mp / (mp + ms)
+            for k in range(steps):
                 x, y, vx, vy = _orbit_state(a[i, j], e[i, j], mean_motion, sE[k], cE[k], cw, sw)
-                if frozen[i]:
-                    px, py, pvx, pvy = star_pos[i, 0] + x, star_pos[i, 1] + y, vx, vy
-                    sx, sy, svx, svy = star_pos[i, 0], star_pos[i, 1], 0.0, 0.0
-                else:
-                    px, py = com[i, 0] + planet_share * x, com[i, 1] + planet_share * y
-                    pvx, pvy = planet_share * vx, planet_share * vy
-                    sx, sy = com[i, 0] - star_share * x, com[i, 1] - star_share * y
-                    svx, svy = -star_share * vx, -star_share * vy
-                if token_order:
-                    slot = k * (N + 1) + j
-                    if slot < token_slots:
-                        out_xy[i, slot, 0] = px
-                        out_xy[i, slot, 1] = py
-                    slot = k * (N + 1) + N
-                    if j == 0 and slot < token_slots:
-                        out_xy[i, slot, 0] = sx
-                        out_xy[i, slot, 1] = sy
-                else:
-                    out_pos[i, k, j, 0] = px
-                    out_pos[i, k, j, 1] = py
-                    out_vel[i, k, j, 0] = pvx
-                    out_vel[i, k, j, 1] = pvy
-                    if j == 0:
-                        out_pos[i, k, P, 0] = sx
-                        out_pos[i, k, P, 1] = sy
-                        out_vel[i, k, P, 0] = svx
-                        out_vel[i, k, P, 1] = svy
+                out_pos[i, k, j, 0] = ox + share * x
+                out_pos[i, k, j, 1] = oy + share * y
+                out_vel[i, k, j, 0] = share * vx
+                out_vel[i, k, j, 1] = share * vy
+                if j == 0:
+                    out_pos[i, k, P, 0] = ox - star_share * x
+                    out_pos[i, k, P, 1] = oy - star_share * y
+                    out_vel[i, k, P, 0] = -star_share * vx
+                    out_vel[i, k, P, 1] = -star_share * vy
+
+
+def _orbit_arrays(batch: SystemBatch) -> tuple:
+    return (batch.n_planets, batch.masses, batch.a, batch.e, batch.omega, batch.mean_anomaly0, batch.com,
+            batch.star_frozen, batch.star_position, batch.dt)
 
 
 def _check_analytic(batch: SystemBatch) -> None:
@@ -82,15 +116,17 @@ def _check_analytic(batch: SystemBatch) -> None:
         raise ValueError("analytic orbits of several planets need a frozen star; use the nbody preset")
 
 
-def analytic_token_positions(batch: SystemBatch, seq_len: int, steps: int) -> np.ndarray:
-    """(n, seq_len - 1, 2) AU: body positions in token order (planets 1..N, star per step), NaN padding."""
+def analytic_tokens(batch: SystemBatch, seq_len: int, steps: int, spec: TokenizerSpec
+                    ) -> tuple[np.ndarray, int]:
+    """Token sequences (n, seq_len, 2) uint16 computed straight from Kepler orbits (at most ``steps``
+    steps), and the count of coordinates outside the tokeniser range. Equal to
+    ``tokenize(token_order(analytic_states(...)))``, without the intermediate arrays."""
     _check_analytic(batch)
-    xy = np.full((len(batch), seq_len - 1, 2), np.nan)
-    empty = np.empty((0, 0, 0, 2))
-    _analytic_fill(batch.n_planets, batch.masses, batch.a, batch.e, batch.omega, batch.mean_anomaly0,
-                   batch.com, batch.star_frozen, batch.star_position, batch.dt, steps, seq_len - 1,
-                   xy, empty, empty, True)
-    return xy
+    tokens = np.empty((len(batch), seq_len, 2), np.uint16)
+    dt_ids = spec.num_bins + np.asarray(batch.dt_index, np.int64)
+    outside = _fill_tokens(*_orbit_arrays(batch), dt_ids, steps, spec.lo, spec.width, spec.num_bins,
+                           spec.pad_id, tokens)
+    return tokens, int(outside)
 
 
 def analytic_states(batch: SystemBatch, steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -99,9 +135,7 @@ def analytic_states(batch: SystemBatch, steps: int) -> tuple[np.ndarray, np.ndar
     n, P = batch.a.shape
     pos = np.full((n, steps, P + 1, 2), np.nan)
     vel = np.full_like(pos, np.nan)
-    _analytic_fill(batch.n_planets, batch.masses, batch.a, batch.e, batch.omega, batch.mean_anomaly0,
-                   batch.com, batch.star_frozen, batch.star_position, batch.dt, steps, 0,
-                   np.empty((0, 0, 2)), pos, vel, False)
+    _fill_states(*_orbit_arrays(batch), pos, vel)
     return pos, vel
 
 

@@ -126,6 +126,16 @@ def test_tokens_decode_within_half_a_bin():
     assert outside == int(np.sum(np.abs(xy) >= 50))
 
 
+def test_fast_token_path_equals_general_path():
+    params = presets.preset_params("vafa2025", {"seq_len": 300})
+    batch = presets.sample_vafa2025(np.random.default_rng(9), 200, params)
+    fast, outside = generate.analytic_tokens(batch, 300, 500, SPEC)
+    pos, _ = generate.analytic_states(batch, 150)
+    xy = generate.token_order(pos, batch.n_planets, 300)
+    general, outside2 = generate.tokenize(xy, batch.dt_index, SPEC)
+    assert np.array_equal(fast, general) and outside == outside2
+
+
 def test_tokeniser_reference_formula_ids_and_range_count():
     x = np.array([-50.0, -49.99, 0.0, 0.007, 49.999, 50.0, 73.0, -80.0])
     ids, outside = SPEC.encode(x)
