@@ -212,3 +212,18 @@ def test_plot_from_api_and_cli(tmp_path):
     assert (tmp_path / "cli.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bad = _cli("plot", "--data", str(path), "--index", "9", "--out", str(tmp_path / "x.png"))
     assert bad.returncode == 2 and "out of range" in bad.stderr and not (tmp_path / "x.png").exists()
+
+
+def _peak_rss_mb(n: int, out: Path) -> float:
+    code = ("import resource, orbits; "
+            f"orbits.simulate('vafa2025', {{'train': {n}}}, 0, {str(out)!r}, progress=False); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return float(result.stdout.strip())
+
+
+def test_memory_stays_flat_as_the_dataset_grows(tmp_path):
+    small = _peak_rss_mb(1_000, tmp_path / "small")
+    large = _peak_rss_mb(30_000, tmp_path / "large")  # 120 MB of tokens on disk
+    assert large < small + 40, (small, large)
