@@ -28,7 +28,7 @@ from scipy.optimize import newton
 
 import orbits
 from orbits import generate, presets
-from orbits.dataset import code_version
+from orbits.provenance import code_version
 from orbits.systems import G
 from orbits.tokenizer import TokenizerSpec
 

@@ -14,7 +14,7 @@ import sys
 
 from orbitlaw import __version__
 
-COMMANDS = ["simulate", "plot"]
+COMMANDS = ["simulate", "plot", "train", "evaluate"]
 
 
 class UserError(Exception):

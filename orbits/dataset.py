@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from orbits import generate, nbody, presets
+from orbits.provenance import code_version, write_json_atomic
 from orbits.tokenizer import TokenizerSpec
 
 FORMAT_VERSION = 1
@@ -132,36 +132,6 @@ def parse_splits(text: str) -> dict[str, int]:
             raise ValueError(f"split {name!r} given twice")
         splits[name] = n
     return splits
-
-
-def code_version() -> str:
-    """orbitlaw's version plus the git commit of the source tree when it is a checkout (``+dirty``)."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("orbitlaw")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                                capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-        return f"{version}+g{commit}" + (".dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return version
-
-
-def write_json_atomic(path: Path, obj) -> None:
-    """Write JSON to ``path`` via a temporary file, fsync and rename: readers see old or new, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _config(preset, params, spec, seed, splits) -> dict:

@@ -1,0 +1,92 @@
+"""Training checkpoints: weights as safetensors plus the trainer state, written atomically.
+
+Layout inside a run directory::
+
+    RUN/ckpt-<step>/model.safetensors   the weights (float32, as trained)
+    RUN/ckpt-<step>/trainer.pt          optimiser state, RNG states, step, data position, configs
+    RUN/latest                          the name of the newest complete checkpoint directory
+
+A checkpoint directory is written under a temporary name, fsynced and renamed; ``latest`` is then
+replaced atomically, and older checkpoints are removed. A kill at any moment leaves ``latest`` naming a
+complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save(run: Path, step: int, model: torch.nn.Module, trainer_state: dict) -> Path:
+    """Write checkpoint ``ckpt-<step>`` atomically and point ``latest`` at it."""
+    run = Path(run)
+    final = run / f"ckpt-{step:08d}"
+    tmp = run / f".ckpt-{step:08d}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(weights, tmp / "model.safetensors")
+    torch.save(trainer_state, tmp / "trainer.pt")
+    for f in tmp.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    _fsync_dir(tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    pointer = run / ".latest.tmp"
+    pointer.write_text(final.name + "\n")
+    with open(pointer, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(pointer, run / "latest")
+    _fsync_dir(run)
+    for old in run.glob("ckpt-*"):
+        if old != final:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest(run: Path) -> Path | None:
+    """The newest complete checkpoint directory of ``run``, or None."""
+    pointer = Path(run) / "latest"
+    if not pointer.exists():
+        return None
+    path = Path(run) / pointer.read_text().strip()
+    if not path.is_dir():
+        raise ValueError(f"{pointer} names {path.name}, which is missing: the run directory is damaged")
+    return path
+
+
+def load(path: Path, model: torch.nn.Module | None = None) -> tuple[dict[str, torch.Tensor], dict]:
+    """(weights, trainer state) of a checkpoint directory; loads the weights into ``model`` if given.
+
+    Raises ValueError naming the file when a checkpoint is truncated or corrupted.
+    """
+    path = Path(path)
+    try:
+        weights = load_file(path / "model.safetensors")
+    except (SafetensorError, OSError, RuntimeError) as exc:
+        raise ValueError(f"checkpoint {path}/model.safetensors is corrupted or truncated: {exc}") from None
+    try:
+        state = torch.load(path / "trainer.pt", map_location="cpu", weights_only=False)
+    except Exception as exc:  # torch raises several types for a damaged pickle/zip
+        raise ValueError(f"checkpoint {path}/trainer.pt is corrupted or truncated: {exc}") from None
+    if model is not None:
+        try:
+            model.load_state_dict(weights)
+        except RuntimeError as exc:
+            first = str(exc).splitlines()[0]
+            raise ValueError(f"checkpoint {path} does not fit this model: {first}") from None
+    return weights, state

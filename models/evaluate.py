@@ -1,0 +1,118 @@
+"""Evaluating a trained run: next-token loss, accuracy, decoded position error, R^2, and length
+extrapolation (loss on sequences several times the training context; needs rotary positions).
+
+Writes ``RUN/eval.json``. Position metrics use the decoded bin centres (AU) of the argmax prediction
+and of the true next token, over targets that are positions (not time-step or pad ids).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import orbits
+from models import checkpoint
+from models.gpt import GPT, GPTConfig
+from models.train import check_vocab, make_batch
+from orbits.provenance import code_version, write_json_atomic
+
+
+def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
+    """The trained model of a run directory (latest checkpoint) and its config.json."""
+    run = Path(run)
+    if not (run / "config.json").exists():
+        raise ValueError(f"{run} is not a training run (no config.json)")
+    config = json.loads((run / "config.json").read_text())
+    ckpt = checkpoint.latest(run)
+    if ckpt is None:
+        raise ValueError(f"{run} has no checkpoint")
+    model = GPT(GPTConfig(**config["model"]))
+    checkpoint.load(ckpt, model)
+    model.to(device).eval()
+    return model, config
+
+
+@torch.no_grad()
+def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, device) -> dict:
+    """Loss, per-coordinate accuracy, mean position error (AU) and position R^2 on a split."""
+    spec = split.tokenizer
+    total_loss, count = 0.0, 0
+    correct = np.zeros(2)
+    n_pos = 0
+    errors, preds, trues = [], [], []
+    for start in range(0, min(n_seq, len(split)), batch):
+        idx = np.arange(start, min(start + batch, n_seq, len(split)))
+        x, y = make_batch(split.tokens, idx, context, device)
+        logits, loss = model(x, y)
+        total_loss += float(loss) * len(idx)
+        count += len(idx)
+        pred = logits.argmax(-1).cpu().numpy()
+        true = y.cpu().numpy()
+        is_pos = np.all(true < spec.num_bins, axis=-1)
+        correct += (pred == true)[is_pos].sum(0)
+        n_pos += int(is_pos.sum())
+        p_xy, t_xy = spec.decode(pred[is_pos]), spec.decode(true[is_pos])
+        p_xy = np.where(np.isnan(p_xy), 0.0, p_xy)  # a non-position id predicted: counts as the origin
+        errors.append(np.linalg.norm(p_xy - t_xy, axis=-1))
+        preds.append(p_xy)
+        trues.append(t_xy)
+    preds, trues = np.concatenate(preds), np.concatenate(trues)
+    ss_res = np.sum((preds - trues) ** 2, axis=0)
+    ss_tot = np.sum((trues - trues.mean(0)) ** 2, axis=0)
+    return {"loss": total_loss / count, "accuracy": {"x": correct[0] / n_pos, "y": correct[1] / n_pos},
+            "position_error_au": float(np.concatenate(errors).mean()),
+            "r2_positions": {"x": float(1 - ss_res[0] / ss_tot[0]), "y": float(1 - ss_res[1] / ss_tot[1])},
+            "sequences": count, "tokens": count * context}
+
+
+@torch.no_grad()
+def extrapolation(model: GPT, run: Path, data_manifest: dict, lengths: list[int], n_seq: int,
+                  context: int, device) -> dict:
+    """Loss on sequences of m x context tokens for each multiple m, simulated from the training
+    dataset's preset and parameters with another seed (cached in RUN/extrapolation-data)."""
+    longest = max(lengths) * context
+    preset = data_manifest["preset"]
+    params = dict(data_manifest["params"])
+    overrides = {"seq_len": longest + 1, "steps": max(int(params["steps"]), -(-longest // 2))}
+    path = orbits.simulate(preset, {"test": n_seq}, int(data_manifest["seed"]) + 1_000_003,
+                           run / f"extrapolation-data-{longest + 1}", overrides=overrides, progress=False)
+    split = orbits.load_dataset(path)["test"]
+    out = {}
+    for m in lengths:
+        T = m * context
+        losses = []
+        for i in range(len(split)):
+            x, y = make_batch(split.tokens, np.array([i]), T, device)
+            losses.append(float(model(x, y)[1]))
+        out[str(m)] = float(np.mean(losses))
+    return out
+
+
+def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None, split: str = "val",
+             n_seq: int = 64, extrapolation_sequences: int = 4, chunk_size: int = 256) -> dict:
+    """Evaluate a run on a dataset split and write RUN/eval.json; returns the same dict."""
+    run = Path(run)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model, config = load_run(run, device)
+    if lengths and any(m > 1 for m in lengths) and model.config.pos != "rope":
+        raise ValueError("length extrapolation needs rotary positions (train with --pos rope): learned "
+                         f"positions stop at the block of {model.config.block_size} tokens")
+    if lengths and any(m < 1 for m in lengths):
+        raise ValueError(f"--lengths must be positive multiples, got {lengths}")
+    model.config.chunk_size = chunk_size
+    dataset = orbits.load_dataset(data)
+    if split not in dataset:
+        raise ValueError(f"dataset {data} has no split {split!r}; it has {', '.join(dataset)}")
+    check_vocab(model.config, dataset[split])
+    context = int(config["context"])
+    result = {"run": str(run), "data": str(data), "split": split,
+              **next_token_metrics(model, dataset[split], n_seq, 8, context, device)}
+    if lengths:
+        result["extrapolation"] = {"context": context, "loss": extrapolation(
+            model, run, dataset[split].manifest, lengths, extrapolation_sequences, context, device)}
+    result["code_version"] = code_version()
+    write_json_atomic(run / "eval.json", result)
+    return result

@@ -1,0 +1,201 @@
+"""A GPT over pair tokens, in the spirit of nanoGPT's model.py.
+
+Input: tokens (B, T, 2) int64, one (x, y) pair of bin ids per token (see ``orbits.tokenizer``). Two
+embedding tables (one per coordinate, vocab x d) are concatenated and projected 2d -> d; learned
+absolute positions are added (or rotary embeddings applied to q and k); pre-LayerNorm blocks with a
+pluggable causal attention and a GELU MLP; one untied head of 2 x vocab logits. Output: logits
+(B, T, 2, vocab) and, given targets, the mean cross-entropy over both coordinates (pad targets ignored).
+
+The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from models.attention import ATTENTIONS, attend
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 7003
+    block_size: int = 999
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    bias: bool = True
+    dropout: float = 0.0
+    attention: str = "softmax"
+    p: float = 15.0
+    window: int | None = None
+    pos: str = "learned"
+    rope_base: float = 10000.0
+    regression: bool = False
+    pad_id: int | None = 7002
+    chunk_size: int | None = None
+
+    def validate(self) -> None:
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
+        if not self.p > 0:
+            raise ValueError(f"LSSAR power p must be > 0, got {self.p}")
+        if self.pos not in ("learned", "rope"):
+            raise ValueError(f"unknown position encoding {self.pos!r}; choose learned or rope")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
+        if self.pos == "rope" and (self.n_embd // self.n_head) % 2:
+            raise ValueError("rope needs an even head dimension")
+        if self.window is not None and self.window < 1:
+            raise ValueError(f"window must be >= 1, got {self.window}")
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def rope_tables(T: int, head_dim: int, base: float, device, dtype=torch.float32):
+    """cos and sin tables (T, head_dim / 2) of rotary position embeddings, positions 0..T-1."""
+    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    angles = torch.arange(T, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[..., 2i], x[..., 2i+1]) of x (B, H, T, D) by the position angles."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return out.flatten(-2)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, rope=None) -> torch.Tensor:
+        B, T, C = x.shape
+        H = self.config.n_head
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        c = self.config
+        y = attend(c.attention, q, k, v, p=c.p, window=c.window, chunk_size=c.chunk_size)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x, rope=None):
+        x = x + self.attn(self.ln_1(x), rope)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """GPT over (x, y) pair tokens; ``forward(tokens, targets=None) -> (logits, loss)``."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        config.validate()
+        self.config = config
+        d = config.n_embd
+        if config.regression:
+            self.wte = nn.Linear(2, d, bias=config.bias)
+        else:
+            self.wte_x = nn.Embedding(config.vocab_size, d)
+            self.wte_y = nn.Embedding(config.vocab_size, d)
+            self.in_proj = nn.Linear(2 * d, d, bias=config.bias)
+        if config.pos == "learned":
+            self.wpe = nn.Embedding(config.block_size, d)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(d, bias=config.bias)
+        out = 2 if config.regression else 2 * config.vocab_size
+        self.head = nn.Linear(d, out, bias=config.bias)
+        self.apply(self._init_weights)
+        for name, param in self.named_parameters():  # GPT-2 scaled init of residual projections
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def hidden_states(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d)."""
+        c = self.config
+        T = tokens.shape[1]
+        if c.pos == "learned" and T > c.block_size:
+            raise ValueError(f"context of {T} tokens is longer than the learned-position block "
+                             f"{c.block_size}; use --pos rope for longer contexts")
+        if c.regression:
+            x = self.wte(tokens.to(self.head.weight.dtype))
+        else:
+            if tokens.dtype not in (torch.int64, torch.int32):
+                raise ValueError(f"tokens must be integer ids, got {tokens.dtype}")
+            x = self.in_proj(torch.cat([self.wte_x(tokens[..., 0]), self.wte_y(tokens[..., 1])], dim=-1))
+        rope = None
+        if c.pos == "learned":
+            x = x + self.wpe(torch.arange(T, device=tokens.device))
+        else:
+            rope = rope_tables(T, c.n_embd // c.n_head, c.rope_base, tokens.device, x.dtype)
+        x = self.drop(x)
+        states = [x]
+        for block in self.blocks:
+            x = block(x, rope)
+            states.append(x)
+        return states
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None):
+        """tokens (B, T, 2) -> logits (B, T, 2, vocab) (regression: (B, T, 2)), loss or None."""
+        x = self.ln_f(self.hidden_states(tokens)[-1])
+        out = self.head(x)
+        if not self.config.regression:
+            out = out.view(*out.shape[:-1], 2, self.config.vocab_size)
+        loss = None if targets is None else self.loss(out, targets)
+        return out, loss
+
+    def loss(self, out: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy over both coordinates of non-pad targets (regression: MSE over finite ones)."""
+        if self.config.regression:
+            keep = torch.isfinite(targets)
+            return F.mse_loss(out.float()[keep], targets[keep].float())
+        ignore = -100 if self.config.pad_id is None else self.config.pad_id
+        return F.cross_entropy(out.float().reshape(-1, self.config.vocab_size), targets.reshape(-1),
+                               ignore_index=ignore)

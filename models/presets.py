@@ -1,0 +1,36 @@
+"""Model presets. ``gpt-109m`` is exactly the reference model of Vafa et al. (2025): nanoGPT GPT-2 small
+over pair tokens, 108.53M parameters. ``small`` fits one GPU (about 22M), ``tiny`` trains on 2 CPU
+cores within minutes (4.1M parameters, most of them in the two embedding tables and the 2 x 7003 head;
+its context is the first 256 tokens of each sequence, since the 14006 logits per token dominate the
+cost on a CPU)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from models.gpt import GPT, GPTConfig
+
+PRESETS: dict[str, dict] = {
+    "gpt-109m": {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 999, "pos": "learned"},
+    "small": {"n_layer": 6, "n_head": 6, "n_embd": 384, "block_size": 999},
+    "tiny": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block_size": 256},
+}
+
+
+def model_config(preset: str, attention: str = "softmax", **overrides) -> GPTConfig:
+    """The GPTConfig of ``preset`` with ``attention`` and any GPTConfig field overridden (validated)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    known = {f.name for f in fields(GPTConfig)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
+    config = GPTConfig(**{**PRESETS[preset], "attention": attention, **overrides})
+    config.validate()
+    return config
+
+
+def build_model(preset: str, attention: str = "softmax", **overrides) -> GPT:
+    """A freshly initialised GPT; calling it on int64 tokens (B, T, 2) returns (logits (B, T, 2, vocab),
+    loss or None)."""
+    return GPT(model_config(preset, attention, **overrides))

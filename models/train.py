@@ -1,0 +1,413 @@
+"""Pretraining a GPT on an orbit dataset: next-token prediction, exact resume, DistributedDataParallel.
+
+The reference optimiser by default (AdamW lr 6e-4, betas 0.9/0.95, weight decay 0.1 on matrices,
+gradient clipping at 1.0, constant lr), with optional warmup and cosine decay. The data order is a pure
+function of (seed, step): global sample g = step * batch_size + b is sequence ``perm_e[g mod n]`` with
+``e = g // n`` and ``perm_e`` a permutation seeded by (seed, e). Each of W ranks takes every W-th sample
+of the global batch, in micro-batches (gradient accumulation). Hence a resumed run sees exactly the data
+an uninterrupted run would, and ``torchrun --nproc_per_node W`` matches one process with the same
+global batch.
+
+Files of a run directory: ``config.json`` (model and training settings, dataset, seed, code version),
+``metrics.jsonl`` (one object per logged step: step, train_loss, val_loss when evaluated, lr,
+tokens_per_s), ``loss.png``, and checkpoints (see ``models.checkpoint``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import orbits
+from models import checkpoint
+from models.gpt import GPT, GPTConfig
+from models.presets import model_config
+from orbits.provenance import code_version
+
+
+class TrainingStopped(Exception):
+    """Training ended early (signal or NaN); the message says why and where the last checkpoint is."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class TrainConfig:
+    data: str
+    out: str
+    preset: str = "tiny"
+    attention: str = "softmax"
+    p: float = 15.0
+    pos: str = "learned"
+    window: int | None = None
+    max_steps: int = 1000
+    checkpoint_every: int = 100
+    eval_every: int = 100
+    eval_sequences: int = 32
+    log_every: int = 10
+    batch_size: int = 8
+    micro_batch: int | None = None
+    lr: float = 6e-4
+    min_lr: float = 6e-5
+    betas: tuple[float, float] = (0.9, 0.95)
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    schedule: str = "constant"
+    warmup_steps: int = 0
+    seed: int = 0
+    train_split: str = "train"
+    val_split: str = "val"
+    compile: bool = False
+    model_overrides: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"unknown lr schedule {self.schedule!r}; choose constant or cosine")
+        for name in ("max_steps", "checkpoint_every", "eval_every", "log_every", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if not self.p > 0:
+            raise ValueError(f"--p must be > 0, got {self.p}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Distributed setting
+
+
+@dataclass
+class Dist:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed() -> Dist:
+    """Join the torchrun process group when WORLD_SIZE > 1 (gloo on CPU, NCCL on GPUs)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return Dist()
+    import torch.distributed as dist
+
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    dist.init_process_group(backend)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local)
+    return Dist(rank=dist.get_rank(), world=world, local_rank=local)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Data
+
+
+def sample_order(seed: int, epoch: int, n: int) -> np.ndarray:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 0x0DA7A, epoch]))).permutation(n)
+
+
+def batch_indices(seed: int, step: int, batch_size: int, n: int) -> np.ndarray:
+    """Sequence indices of global batch ``step`` (pure function of seed and step)."""
+    g = np.arange(step * batch_size, (step + 1) * batch_size)
+    epochs = g // n
+    out = np.empty(batch_size, np.int64)
+    for e in np.unique(epochs):
+        sel = epochs == e
+        out[sel] = sample_order(seed, int(e), n)[g[sel] % n]
+    return out
+
+
+def make_batch(tokens: np.ndarray, idx: np.ndarray, context: int, device
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs (B, context, 2) and next-token targets (B, context, 2), int64, from token sequences."""
+    seqs = torch.from_numpy(np.asarray(tokens[idx], dtype=np.int64))
+    return seqs[:, :context].to(device), seqs[:, 1:context + 1].to(device)
+
+
+def check_vocab(model_cfg: GPTConfig, split) -> None:
+    spec = split.tokenizer
+    if spec.vocab_size != model_cfg.vocab_size or spec.pad_id != model_cfg.pad_id:
+        raise ValueError(f"dataset vocabulary ({spec.vocab_size} ids, pad {spec.pad_id}) does not match the "
+                         f"model's ({model_cfg.vocab_size} ids, pad {model_cfg.pad_id})")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Optimisation
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig, device) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), fused=device.type == "cuda")
+
+
+def learning_rate(cfg: TrainConfig, step: int) -> float:
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return cfg.lr
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
+    return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Metrics
+
+
+def read_metrics(run: Path) -> list[dict]:
+    path = Path(run) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut short by a kill
+    return rows
+
+
+def _rewrite_metrics(run: Path, rows: list[dict]) -> None:
+    tmp = run / ".metrics.jsonl.tmp"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, run / "metrics.jsonl")
+
+
+def plot_losses(run: Path) -> Path:
+    """RUN/loss.png: training (and validation) loss against step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(run)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([r["step"] for r in rows], [r["train_loss"] for r in rows], label="train")
+    val = [r for r in rows if "val_loss" in r]
+    if val:
+        ax.plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", label="validation")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats per coordinate)")
+    ax.set_yscale("log")
+    ax.legend()
+    cfg = json.loads((run / "config.json").read_text())
+    ax.set_title(f"{cfg['train']['preset']} / {cfg['train']['attention']}")
+    tmp = run / ".loss.png.tmp.png"
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, run / "loss.png")
+    return run / "loss.png"
+
+
+# ----------------------------------------------------------------------------------------------------
+# The loop
+
+
+@torch.no_grad()
+def evaluate_loss(model: GPT, tokens, n_seq: int, batch: int, context: int, device, amp) -> float:
+    """Mean next-token loss over the first ``n_seq`` sequences of a split."""
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, min(n_seq, len(tokens)), batch):
+        idx = np.arange(start, min(start + batch, n_seq, len(tokens)))
+        x, y = make_batch(tokens, idx, context, device)
+        with amp:
+            _, loss = model(x, y)
+        total += float(loss) * len(idx)
+        count += len(idx)
+    model.train()
+    return total / max(count, 1)
+
+
+def _amp_context(device):
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return torch.autocast("cpu", enabled=False)
+
+
+def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict:
+    """Train (or resume) a run; returns a summary. Raises TrainingStopped on a signal or NaN loss."""
+    cfg.validate()
+    dist = init_distributed()
+    device = torch.device(f"cuda:{dist.local_rank}" if torch.cuda.is_available() else "cpu")
+    run = Path(cfg.out)
+    data = orbits.load_dataset(cfg.data)
+    if cfg.train_split not in data:
+        raise ValueError(f"dataset {cfg.data} has no split {cfg.train_split!r}; it has {', '.join(data)}")
+    train_split = data[cfg.train_split]
+    val_split = data.get(cfg.val_split)
+    mcfg = model_config(cfg.preset, cfg.attention, p=cfg.p, pos=cfg.pos, window=cfg.window,
+                        **cfg.model_overrides)
+    check_vocab(mcfg, train_split)
+    seq_len = train_split.tokens.shape[1]
+    context = min(mcfg.block_size, seq_len - 1)
+    per_rank = cfg.batch_size // dist.world
+    if per_rank * dist.world != cfg.batch_size:
+        raise ValueError(f"batch size {cfg.batch_size} is not divisible by {dist.world} processes")
+    micro = cfg.micro_batch or per_rank
+    if per_rank % micro:
+        raise ValueError(f"per-process batch {per_rank} is not divisible by micro-batch {micro}")
+
+    run_config = {"model": mcfg.to_dict(), "train": {**asdict(cfg), "betas": list(cfg.betas)},
+                  "dataset": {"path": str(Path(cfg.data).resolve()), "preset": train_split.manifest["preset"],
+                              "config_hash": train_split.manifest["config_hash"],
+                              "seed": train_split.manifest["seed"]},
+                  "world_size": dist.world, "context": context}
+    ckpt = checkpoint.latest(run) if run.exists() else None
+    if ckpt is not None and not resume:
+        raise ValueError(f"{run} already holds a training run; pass --resume to continue it or choose "
+                         "another --out")
+    if ckpt is None and (run / "config.json").exists() and resume:
+        raise ValueError(f"{run} has no checkpoint to resume from")
+
+    torch.manual_seed(cfg.seed)
+    model = GPT(mcfg).to(device)
+    optimizer = make_optimizer(model, cfg, device)
+    step = 0
+    if ckpt is not None:
+        _, state = checkpoint.load(ckpt, model)
+        saved = state["run_config"]
+        if saved["model"] != run_config["model"]:
+            raise ValueError(f"--resume with different model settings than the run in {run}")
+        if saved["dataset"]["config_hash"] != run_config["dataset"]["config_hash"]:
+            raise ValueError(f"--resume with a different dataset than the run in {run} was trained on")
+        optimizer.load_state_dict(state["optimizer"])
+        set_rng_state(state["rng"])
+        step = int(state["step"])
+    if dist.main:
+        run.mkdir(parents=True, exist_ok=True)
+        run_config["code_version"] = code_version()
+        tmp = run / ".config.json.tmp"
+        tmp.write_text(json.dumps(run_config, indent=2) + "\n")
+        os.replace(tmp, run / "config.json")
+        _rewrite_metrics(run, [r for r in read_metrics(run) if r["step"] <= step])
+
+    net = model
+    if dist.world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        net = DistributedDataParallel(model, device_ids=[dist.local_rank] if device.type == "cuda" else None)
+    if cfg.compile and device.type == "cuda":
+        net = torch.compile(net)
+    amp = _amp_context(device)
+
+    stop = {"signal": None}
+
+    def on_signal(signum, frame):
+        stop["signal"] = signum
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def save(at_step: int):
+        if dist.main:
+            state = {"optimizer": optimizer.state_dict(), "rng": rng_state(), "step": at_step,
+                     "data_position": {"samples_seen": at_step * cfg.batch_size,
+                                       "epoch": at_step * cfg.batch_size // len(train_split)},
+                     "run_config": run_config}
+            checkpoint.save(run, at_step, model, state)
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.max_steps, initial=step, unit="step", disable=not (progress and dist.main),
+               desc=f"train {cfg.preset}/{cfg.attention}")
+    last_saved = first_step = step
+    tokens_per_step = cfg.batch_size * context
+    t0 = time.perf_counter()
+    try:
+        while step < cfg.max_steps:
+            lr = learning_rate(cfg, step)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            idx = batch_indices(cfg.seed, step, cfg.batch_size, len(train_split))[dist.rank::dist.world]
+            total = 0.0
+            for m in range(0, per_rank, micro):
+                x, y = make_batch(train_split.tokens, idx[m:m + micro], context, device)
+                sync = m + micro >= per_rank
+                if dist.world > 1 and not sync:
+                    with net.no_sync(), amp:
+                        _, loss = net(x, y)
+                else:
+                    with amp:
+                        _, loss = net(x, y)
+                (loss * (micro / per_rank)).backward()
+                total += loss.item() * micro / per_rank
+            if dist.world > 1:
+                import torch.distributed as tdist
+
+                t = torch.tensor([total], device=device)
+                tdist.all_reduce(t)
+                total = float(t) / dist.world
+            if not math.isfinite(total):
+                raise TrainingStopped(f"loss became {total} at step {step + 1}; stopped without saving it. "
+                                      f"The last good checkpoint is step {last_saved} in {run}", 3)
+            if cfg.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            bar.update(1)
+            elapsed = time.perf_counter() - t0
+            row = None
+            if step % cfg.log_every == 0 or step == cfg.max_steps:
+                row = {"step": step, "train_loss": total, "lr": lr,
+                       "tokens_per_s": tokens_per_step * (step - first_step) / max(elapsed, 1e-9)}
+            if val_split is not None and (step % cfg.eval_every == 0 or step == cfg.max_steps):
+                row = row or {"step": step, "train_loss": total, "lr": lr}
+                row["val_loss"] = evaluate_loss(model, val_split.tokens, cfg.eval_sequences, micro, context,
+                                                device, amp)
+            if row is not None and dist.main:
+                with open(run / "metrics.jsonl", "a") as f:
+                    f.write(json.dumps(row) + "\n")
+                rate = tokens_per_step * (step - first_step) / max(elapsed, 1e-9)
+                bar.set_postfix(loss=f"{total:.3f}", tok_s=f"{rate:.0f}")
+            if step % cfg.checkpoint_every == 0 or step == cfg.max_steps:
+                save(step)
+                last_saved = step
+            if stop["signal"] is not None:
+                if last_saved != step:
+                    save(step)
+                name = signal.Signals(stop["signal"]).name
+                raise TrainingStopped(f"stopped by {name} at step {step}; checkpoint saved in {run}; "
+                                      "continue with --resume", 128 + stop["signal"])
+    finally:
+        bar.close()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if dist.world > 1:
+            import torch.distributed as tdist
+
+            tdist.destroy_process_group()
+    if dist.main:
+        plot_losses(run)
+    final = read_metrics(run)
+    return {"run": str(run), "step": step, "train_loss": final[-1]["train_loss"] if final else None}

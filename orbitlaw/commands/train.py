@@ -1,0 +1,56 @@
+"""``orbitlaw train``: pretrain a GPT on an orbit dataset (single process or under torchrun)."""
+
+from __future__ import annotations
+
+import sys
+
+from orbitlaw.cli import UserError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("train", help="pretrain a GPT on an orbit dataset",
+                       description="Pretrain a GPT by next-token prediction. Under `torchrun "
+                       "--nproc_per_node N` the same command trains with DistributedDataParallel.")
+    p.add_argument("--data", required=True, metavar="DIR", help="dataset directory (orbitlaw simulate)")
+    p.add_argument("--preset", required=True, choices=("tiny", "small", "gpt-109m"), help="model size")
+    p.add_argument("--attention", default="softmax",
+                   choices=("softmax", "lssa", "lssar", "laser", "sigmoid", "relu"))
+    p.add_argument("--p", type=float, default=15.0, help="LSSAR power (default 15)")
+    p.add_argument("--pos", choices=("learned", "rope"), default="learned", help="position encoding")
+    p.add_argument("--window", type=int, default=None, help="sliding attention window (tokens)")
+    p.add_argument("--out", required=True, metavar="RUN", help="run directory")
+    p.add_argument("--max-steps", type=int, default=1000)
+    p.add_argument("--checkpoint-every", type=int, default=100, metavar="K")
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=8, help="global batch (sequences per step)")
+    p.add_argument("--micro-batch", type=int, default=None, help="per-process micro-batch (accumulation)")
+    p.add_argument("--lr", type=float, default=6e-4)
+    p.add_argument("--schedule", choices=("constant", "cosine"), default="constant")
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (GPU)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from models.train import TrainConfig, TrainingStopped, train
+
+    cfg = TrainConfig(data=args.data, out=args.out, preset=args.preset, attention=args.attention, p=args.p,
+                      pos=args.pos, window=args.window, max_steps=args.max_steps,
+                      checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
+                      log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
+                      lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
+                      compile=args.compile)
+    try:
+        summary = train(cfg, resume=args.resume, progress=not args.quiet)
+    except TrainingStopped as exc:
+        print(f"orbitlaw train: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyError as exc:
+        raise UserError(f"dataset is missing {exc}") from None
+    print(f"step {summary['step']}: train loss {summary['train_loss']:.4f}; run in {summary['run']}",
+          file=sys.stderr)
+    return 0
