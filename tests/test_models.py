@@ -1,0 +1,126 @@
+"""The GPT and its attentions: interface, parameter count, causality, finiteness, independent references."""
+
+import math
+
+import pytest
+import torch
+
+import models
+from models.attention import relu_attention, sigmoid_attention
+
+SMALL = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 48}
+
+
+def test_reference_model_has_108_53m_parameters():
+    model = models.build_model("gpt-109m")
+    assert round(model.num_parameters() / 1e6, 2) == 108.53
+    c = model.config
+    assert (c.n_layer, c.n_head, c.n_embd, c.block_size, c.pos) == (12, 12, 768, 999, "learned")
+
+
+def test_build_model_interface_shapes():
+    model = models.build_model("tiny", attention="lssar", **SMALL)
+    tokens = torch.randint(0, 7000, (3, 20, 2))
+    logits, loss = model(tokens, tokens)
+    assert logits.shape == (3, 20, 2, 7003)
+    assert loss.ndim == 0 and math.isfinite(loss.item())
+    assert abs(loss.item() - math.log(7003)) < 0.5  # near-uniform at initialisation
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"preset": "huge"}, "unknown model preset"),
+        ({"attention": "linear"}, "unknown attention"),
+        ({"attention": "lssar", "p": 0.0}, "p must be > 0"),
+        ({"attention": "lssar", "p": -3.0}, "p must be > 0"),
+        ({"pos": "alibi"}, "unknown position encoding"),
+        ({"bogus": 1}, "unknown model setting"),
+    ],
+)
+def test_bad_model_settings(kwargs, message):
+    preset = kwargs.pop("preset", "tiny")
+    with pytest.raises(ValueError, match=message):
+        models.build_model(preset, **kwargs)
+
+
+def test_context_longer_than_learned_block_is_refused():
+    model = models.build_model("tiny", **SMALL)
+    with pytest.raises(ValueError, match="longer than the learned-position block"):
+        model(torch.zeros(1, 49, 2, dtype=torch.long))
+
+
+VARIANTS = [(a, None) for a in models.ATTENTIONS] + [("softmax", 5), ("lssar", 5), ("relu", 4)]
+
+
+@pytest.mark.parametrize("attention, window", VARIANTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_every_variant_is_causal_with_finite_gradients(attention, window, dtype):
+    torch.manual_seed(0)
+    model = models.build_model("tiny", attention=attention, window=window, **SMALL).to(dtype)
+    tokens = torch.randint(0, 7000, (2, 40, 2))
+    changed = tokens.clone()
+    changed[:, 25:] = torch.randint(0, 7000, (2, 15, 2))
+    a, loss = model(tokens, tokens)
+    b, _ = model(changed, changed)
+    if attention == "laser":
+        # LASER's shift m (the max of V over the sequence) cancels exactly in real arithmetic; later
+        # tokens move earlier outputs only by rounding.
+        torch.testing.assert_close(a[:, :25], b[:, :25], rtol=2e-2 if dtype == torch.bfloat16 else 1e-5,
+                                   atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+    else:
+        assert torch.equal(a[:, :25], b[:, :25]), "outputs before t=25 depend on later tokens"
+    assert not torch.equal(a[:, 25:], b[:, 25:])
+    loss.backward()
+    for name, param in model.named_parameters():
+        assert param.grad is not None and torch.isfinite(param.grad).all(), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_lssar_p15_rope_at_16x_training_length_is_finite(dtype):
+    torch.manual_seed(0)
+    model = models.build_model("tiny", attention="lssar", p=15.0, pos="rope", chunk_size=64,
+                               **{**SMALL, "block_size": 16}).to(dtype)
+    tokens = torch.randint(0, 7000, (1, 16 * 16, 2))
+    logits, loss = model(tokens, tokens)
+    assert torch.isfinite(logits.float()).all()
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_chunked_evaluation_equals_full():
+    torch.manual_seed(1)
+    for attention in models.ATTENTIONS:
+        model = models.build_model("tiny", attention=attention, pos="rope", **SMALL).double()
+        tokens = torch.randint(0, 7000, (2, 37, 2))
+        full, _ = model(tokens)
+        model.config.chunk_size = 8
+        chunked, _ = model(tokens)
+        torch.testing.assert_close(chunked, full, rtol=1e-10, atol=1e-10, msg=attention)
+
+
+def _naive(q, k, v, weight):
+    B, H, T, D = q.shape
+    out = torch.zeros_like(v)
+    for i in range(T):
+        for j in range(i + 1):
+            s = (q[:, :, i] * k[:, :, j]).sum(-1) / math.sqrt(D)
+            out[:, :, i] += weight(s, i + 1, T)[..., None] * v[:, :, j]
+    return out
+
+
+def test_sigmoid_and_relu_attention_match_their_formulas():
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 3, 11, 8, dtype=torch.float64) for _ in range(3))
+    torch.testing.assert_close(sigmoid_attention(q, k, v),
+                               _naive(q, k, v, lambda s, n, T: torch.sigmoid(s - math.log(T))))
+    torch.testing.assert_close(relu_attention(q, k, v), _naive(q, k, v, lambda s, n, T: torch.relu(s) / n))
+    torch.testing.assert_close(relu_attention(q, k, v, chunk_size=3), relu_attention(q, k, v))
+
+
+def test_regression_variant():
+    model = models.build_model("tiny", regression=True, **SMALL)
+    xy = torch.randn(2, 10, 2)
+    out, loss = model(xy, xy)
+    assert out.shape == (2, 10, 2) and loss.ndim == 0
+    loss.backward()

@@ -1,0 +1,179 @@
+"""Training runs: exact resume after a real kill, signals, NaN, bad input, torchrun, evaluation."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import orbits
+from models.train import TrainConfig, TrainingStopped, read_metrics, train
+
+SMALL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return orbits.simulate("vafa2025", {"train": 64, "val": 8}, 0, tmp_path_factory.mktemp("d") / "data",
+                           progress=False)
+
+
+def _config(data, out, **kw):
+    base = dict(data=str(data), out=str(out), preset="tiny", max_steps=12, checkpoint_every=3, eval_every=6,
+                log_every=1, batch_size=4, seed=5, model_overrides=SMALL)
+    return TrainConfig(**{**base, **kw})
+
+
+def _losses(run):
+    return [(r["step"], r["train_loss"], r.get("val_loss")) for r in read_metrics(run)]
+
+
+def _script(cfg: TrainConfig, resume: bool) -> list[str]:
+    code = ("import sys; from models.train import TrainConfig, TrainingStopped, train\n"
+            f"try: train(TrainConfig(**{cfg.__dict__!r}), resume={resume}, progress=False)\n"
+            "except TrainingStopped as exc: print(exc, file=sys.stderr); sys.exit(exc.exit_code)")
+    return [sys.executable, "-c", code]
+
+
+def test_killed_run_resumes_to_identical_losses(data, tmp_path):
+    ref = train(_config(data, tmp_path / "ref"), progress=False)
+    assert ref["step"] == 12
+    cfg = _config(data, tmp_path / "run")
+    proc = subprocess.Popen(_script(cfg, False))
+    latest = tmp_path / "run" / "latest"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (latest.exists() and latest.read_text().strip() == "ckpt-00000006"):
+        time.sleep(0.01)
+    time.sleep(0.05)
+    proc.kill()  # SIGKILL: no chance to save anything
+    proc.wait()
+    assert proc.returncode != 0
+    resumed = subprocess.run(_script(cfg, True), capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _losses(tmp_path / "run") == _losses(tmp_path / "ref")
+    assert (tmp_path / "run" / "loss.png").exists()
+
+
+def test_sigterm_saves_a_checkpoint_and_resume_matches(data, tmp_path):
+    ref = _config(data, tmp_path / "ref", checkpoint_every=100)
+    train(ref, progress=False)
+    cfg = _config(data, tmp_path / "run", checkpoint_every=100)
+    proc = subprocess.Popen(_script(cfg, False), stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) >= 4):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "continue with --resume" in err
+    train(cfg, resume=True, progress=False)
+    assert _losses(tmp_path / "run") == _losses(tmp_path / "ref")
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path, monkeypatch):
+    from models import gpt
+
+    original = gpt.GPT.loss
+    calls = {"n": 0}
+
+    def poisoned(self, out, targets):
+        calls["n"] += 1
+        loss = original(self, out, targets)
+        return loss * float("nan") if calls["n"] == 5 else loss
+
+    monkeypatch.setattr(gpt.GPT, "loss", poisoned)
+    cfg = _config(data, tmp_path / "run", eval_every=100)
+    with pytest.raises(TrainingStopped, match="loss became nan at step 5.*last good checkpoint is step 3"):
+        train(cfg, progress=False)
+    assert (tmp_path / "run" / "latest").read_text().strip() == "ckpt-00000003"
+    assert [r["step"] for r in read_metrics(tmp_path / "run")] == [1, 2, 3, 4]
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True,
+                          timeout=600, **kw)
+
+
+def test_bad_training_input_gives_one_line_errors(data, tmp_path):
+    base = ["train", "--data", str(data), "--preset", "tiny", "--out", str(tmp_path / "r"), "--quiet"]
+    cases = [
+        (["--attention", "flash"], "invalid choice: 'flash'"),
+        (["--preset", "huge"], "invalid choice: 'huge'"),
+        (["--attention", "lssar", "--p", "0"], "--p must be > 0"),
+        (["--max-steps", "0"], "max-steps must be >= 1"),
+    ]
+    for extra, message in cases:
+        args = base + extra if "--preset" not in extra else [a for a in base if a != "tiny"] + extra
+        if "--preset" in extra:
+            args = ["train", "--data", str(data), "--out", str(tmp_path / "r"), "--quiet", *extra]
+        result = _cli(*args)
+        assert result.returncode == 2, (extra, result.stderr)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "r").exists()
+    result = _cli("train", "--data", str(tmp_path / "nowhere"), "--preset", "tiny", "--out", str(tmp_path / "r"))
+    assert result.returncode == 2 and "not an orbitlaw dataset" in result.stderr
+
+
+def test_vocabulary_mismatch_and_existing_run_are_refused(data, tmp_path):
+    with pytest.raises(ValueError, match="does not match the model"):
+        train(_config(data, tmp_path / "v", model_overrides={**SMALL, "vocab_size": 7010}), progress=False)
+    train(_config(data, tmp_path / "run", max_steps=3), progress=False)
+    with pytest.raises(ValueError, match="pass --resume"):
+        train(_config(data, tmp_path / "run", max_steps=3), progress=False)
+
+
+def test_corrupted_checkpoint_on_resume_is_reported(data, tmp_path):
+    run = tmp_path / "run"
+    train(_config(data, run, max_steps=3), progress=False)
+    weights = run / "ckpt-00000003" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    before = (run / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match="model.safetensors is corrupted or truncated"):
+        train(_config(data, run, max_steps=6), resume=True, progress=False)
+    assert (run / "metrics.jsonl").read_text() == before
+    assert weights.stat().st_size == 1000  # nothing overwritten
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
+def test_torchrun_two_processes_match_one_process(data, tmp_path):
+    common = ["train", "--data", str(data), "--preset", "tiny", "--max-steps", "3", "--batch-size", "4",
+              "--log-every", "1", "--eval-every", "100", "--checkpoint-every", "100", "--quiet", "--seed", "3"]
+    single = _cli(*common, "--out", str(tmp_path / "one"))
+    assert single.returncode == 0, single.stderr
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ddp = subprocess.run(["torchrun", "--standalone", "--nproc_per_node", "2", "-m", "orbitlaw", *common,
+                          "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=600, env=env)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    one, two = read_metrics(tmp_path / "one"), read_metrics(tmp_path / "two")
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2, 3]
+    for a, b in zip(one, two, strict=True):
+        assert abs(a["train_loss"] - b["train_loss"]) < 1e-4 * abs(a["train_loss"]), (a, b)
+    config = json.loads((tmp_path / "two" / "config.json").read_text())
+    assert config["world_size"] == 2
+
+
+def test_evaluate_writes_metrics_and_extrapolates_with_rope(data, tmp_path):
+    learned = tmp_path / "learned"
+    train(_config(data, learned, max_steps=2), progress=False)
+    result = _cli("evaluate", "--run", str(learned), "--data", str(data), "--sequences", "4")
+    assert result.returncode == 0, result.stderr
+    ev = json.loads((learned / "eval.json").read_text())
+    for key in ("loss", "accuracy", "position_error_au", "r2_positions", "code_version"):
+        assert key in ev
+    assert 0 <= ev["accuracy"]["x"] <= 1 and ev["position_error_au"] > 0
+    bad = _cli("evaluate", "--run", str(learned), "--data", str(data), "--lengths", "1,2")
+    assert bad.returncode == 2 and "needs rotary positions" in bad.stderr
+
+    rope = tmp_path / "rope"
+    train(_config(data, rope, max_steps=2, pos="rope"), progress=False)
+    result = _cli("evaluate", "--run", str(rope), "--data", str(data), "--sequences", "4", "--lengths", "1,2,4",
+                  "--extrapolation-sequences", "2")
+    assert result.returncode == 0, result.stderr
+    ext = json.loads((rope / "eval.json").read_text())["extrapolation"]
+    assert ext["context"] == 64 and set(ext["loss"]) == {"1", "2", "4"}
+    assert all(v > 0 for v in ext["loss"].values())
