@@ -1,0 +1,20 @@
+"""Attention kernels of orbitlaw: fused Triton LSSA / LSSAR (forward and backward, O(T) memory), their
+plain PyTorch references, and LASER on top of PyTorch SDPA.
+
+All functions take causal q, k, v of shape (B, H, T, D) and return (B, H, T, D). Importing this package
+does not import triton; without it, backend="auto" runs the PyTorch references.
+"""
+
+from .attention import lssa_attention, lssar_attention
+from .backend import TRITON_HEAD_DIMS, triton_available
+from .reference import laser_attention, lssa_reference, lssar_reference
+
+__all__ = [
+    "TRITON_HEAD_DIMS",
+    "laser_attention",
+    "lssa_attention",
+    "lssa_reference",
+    "lssar_attention",
+    "lssar_reference",
+    "triton_available",
+]

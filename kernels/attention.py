@@ -1,0 +1,54 @@
+"""Public entry points: causal LSSA and LSSAR attention on the best available backend.
+
+backend="triton" runs the fused Triton kernels (CUDA tensors, or CPU tensors under TRITON_INTERPRET=1),
+"torch" the plain PyTorch reference, "auto" Triton on CUDA when it is importable and supports the dtype
+and head dim, the reference otherwise (never the slow interpreter).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .backend import check_triton_inputs, resolve_backend
+from .checks import check_p, check_qkv
+from .reference import lssa_reference, lssar_reference
+
+
+def lssa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "auto") -> torch.Tensor:
+    """Causal length-scaled softplus attention (LSSA).
+
+    Args:
+        q, k, v: (B, H, T, D) queries, keys, values (one float dtype and device).
+        backend: "auto", "triton" or "torch".
+    Returns:
+        (B, H, T, D) output in the input dtype.
+    """
+    check_qkv(q, k, v)
+    if resolve_backend(backend, q) == "torch":
+        return lssa_reference(q, k, v)
+    check_triton_inputs(q)
+    from .lssa_triton import lssa_triton
+
+    return lssa_triton(q, k, v)
+
+
+def lssar_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: float = 15.0, backend: str = "auto"
+) -> torch.Tensor:
+    """Causal LSSA with re-weighting (LSSAR) of power p.
+
+    Args:
+        q, k, v: (B, H, T, D) queries, keys, values (one float dtype and device).
+        p: re-weighting power, > 0 (the paper uses 3 and 15); integer p up to 64 avoid pow in the kernel.
+        backend: "auto", "triton" or "torch".
+    Returns:
+        (B, H, T, D) output in the input dtype.
+    """
+    check_qkv(q, k, v)
+    p = check_p(p)
+    if resolve_backend(backend, q) == "torch":
+        return lssar_reference(q, k, v, p=p)
+    check_triton_inputs(q)
+    from .lssar_triton import lssar_triton
+
+    return lssar_triton(q, k, v, p)

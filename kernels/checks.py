@@ -1,0 +1,66 @@
+"""Input validation shared by every attention entry point; each failure is one clear line."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+BACKENDS = ("auto", "torch", "triton")
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int, int, int]:
+    """Check that q, k, v are tensors of one shape (B, H, T, D), dtype and device; return (B, H, T, D)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of shape (B, H, T, D), got {type(x).__name__}")
+        if x.ndim != 4:
+            raise ValueError(f"{name} must have shape (B, H, T, D) (4 dims), got {x.ndim} dims {tuple(x.shape)}")
+        if not x.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    if k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(
+            f"q, k, v must have the same shape (B, H, T, D), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"q, k, v must have the same dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if k.device != q.device or v.device != q.device:
+        raise ValueError(f"q, k, v must be on the same device, got {q.device}, {k.device}, {v.device}")
+    B, H, T, D = q.shape
+    if T < 1 or D < 1:
+        raise ValueError(f"sequence length T and head dim D must be >= 1, got T={T}, D={D}")
+    return B, H, T, D
+
+
+def check_p(p: float) -> float:
+    """Check the LSSAR power p (> 0, finite); return it as a float."""
+    if isinstance(p, torch.Tensor) or not isinstance(p, (int, float)):
+        raise TypeError(f"p must be a Python number, got {type(p).__name__}")
+    if not math.isfinite(p) or p <= 0:
+        raise ValueError(f"p must be a finite number > 0, got {p}")
+    return float(p)
+
+
+def check_window(window: int | None) -> int | None:
+    """Check a sliding-window length (keys per query, >= 1) or None for full causal attention."""
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an int >= 1 or None, got {window!r}")
+    return window
+
+
+def check_chunk_size(chunk_size: int | None) -> int | None:
+    """Check a query chunk length (>= 1) or None for all queries at once."""
+    if chunk_size is None:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an int >= 1 or None, got {chunk_size!r}")
+    return chunk_size
+
+
+def check_backend(backend: str) -> str:
+    """Check the backend name: one of 'auto', 'torch', 'triton'."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return backend
