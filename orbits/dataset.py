@@ -168,20 +168,39 @@ def _allocate(stage: Path, config: dict) -> None:
 
 
 def _write_block(task) -> dict:
-    """Worker: build one block, write it into the preallocated files, flush, and return its digests."""
+    """Worker: build one block, write it at its offset in the preallocated files, return its digests.
+
+    The bytes reach the page cache before the block is recorded as done, so they survive a killed
+    process; ``simulate`` fsyncs every file once at the end, before the manifest is written.
+    """
     stage, config, split, block, count = task
     spec = TokenizerSpec.from_dict(config["tokenizer"])
     arrays, outside = build_block(config["preset"], config["params"], spec, config["seed"], split, block,
                                   count)
     digests = {}
-    start = block * SHARD_SIZE
     for name, values in arrays.items():
-        mm = np.load(Path(stage) / split / f"{name}.npy", mmap_mode="r+")
-        mm[start:start + count] = values
-        mm.flush()
-        digests[name] = hashlib.sha256(np.ascontiguousarray(mm[start:start + count]).tobytes()).hexdigest()
-        del mm
+        path = Path(stage) / split / f"{name}.npy"
+        header = np.load(path, mmap_mode="r")
+        data = np.ascontiguousarray(values, dtype=header.dtype).tobytes()
+        offset = header.offset + block * SHARD_SIZE * (header.nbytes // max(1, header.shape[0]))
+        del header
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            if os.pwrite(fd, data, offset) != len(data):
+                raise OSError(f"short write to {path}")
+        finally:
+            os.close(fd)
+        digests[name] = hashlib.sha256(data).hexdigest()
     return {"split": split, "block": block, "count": count, "outside": outside, "sha256": digests}
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*.npy")):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _read_done(path: Path) -> dict[tuple[str, int], dict]:
@@ -252,6 +271,7 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
     total = sum(splits.values())
     _run_blocks(todo, done, done_path, workers, total, progress, preset)
 
+    _fsync_tree(stage)
     manifest = _manifest(config, digest, done, spec, params, preset)
     write_json_atomic(stage / "manifest.json", manifest)
     config_path.unlink()
@@ -271,7 +291,6 @@ def _run_blocks(todo, done, done_path, workers, total, progress, preset) -> None
         def record(rec):
             log.write(json.dumps(rec, sort_keys=True) + "\n")
             log.flush()
-            os.fsync(log.fileno())
             done[(rec["split"], rec["block"])] = rec
             bar.update(rec["count"])
 

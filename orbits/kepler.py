@@ -64,9 +64,9 @@ def _householder(E, e, M):
     f = E - e * sE - M
     fp = 1.0 - e * cE
     fpp = e * sE
-    d = -f / fp
-    d = -f / (fp + 0.5 * d * fpp)
-    d = -f / (fp + d * (0.5 * fpp + d * cE * e * (1.0 / 6.0)))
+    fppp = e * cE
+    # Householder's third-order step in closed form (one division).
+    d = -f * (fp * fp - 0.5 * f * fpp) / (fp * (fp * fp - f * fpp) + f * f * fppp * (1.0 / 6.0))
     return E + d, d, sE, cE
 
 
