@@ -163,13 +163,20 @@ def _lognorm(rng, params, size):
     return loc + scale * np.exp(s * rng.standard_normal(size))
 
 
-def sample_vafa2025(rng, n: int, p: dict) -> SystemBatch:
+def _exoplanet_systems(rng, n: int, p: dict) -> SystemBatch:
+    """Systems of U{planets} planets with exoplanet-table masses and orbits from the shared priors."""
     lo, hi = p["planets"]
     batch = empty_batch(n, hi)
     batch.n_planets[:] = rng.integers(lo, hi + 1, size=n)
     star, planets = _star_and_planet_masses(rng, p, n, hi)
     batch.masses[:, -1] = star
     _fill_planets(batch, rng, p, planets)
+    return batch
+
+
+def sample_vafa2025(rng, n: int, p: dict) -> SystemBatch:
+    batch = _exoplanet_systems(rng, n, p)
+    star = batch.masses[:, -1]
     _fill_common(batch, rng, p)
     # The reference pins the star of a multi-planet system at a point of one planet's two-body stellar
     # orbit (chosen at random, at one of the `steps` sampled times); planets then orbit that point.
@@ -223,12 +230,7 @@ def sample_solar_system(rng, n: int, p: dict, first_index: int = 0) -> SystemBat
 
 
 def sample_nbody(rng, n: int, p: dict) -> SystemBatch:
-    lo, hi = p["planets"]
-    batch = empty_batch(n, hi)
-    batch.n_planets[:] = rng.integers(lo, hi + 1, size=n)
-    star, planets = _star_and_planet_masses(rng, p, n, hi)
-    batch.masses[:, -1] = star
-    _fill_planets(batch, rng, p, planets)
+    batch = _exoplanet_systems(rng, n, p)
     # Redraw (a, e) of any system whose orbits cross or crowd: each periapsis must clear the next inner
     # apoapsis by the factor min_spacing. Planets are then ordered by semi-major axis.
     for i in range(n):
