@@ -30,6 +30,7 @@ from numpy.lib.format import open_memmap
 
 from orbits import generate, nbody, presets
 from orbits.provenance import code_version, write_json_atomic
+from orbits.systems import SystemBatch
 from orbits.tokenizer import TokenizerSpec
 
 FORMAT_VERSION = 1
@@ -369,6 +370,22 @@ class Split:
     @property
     def tokenizer(self) -> TokenizerSpec:
         return TokenizerSpec.from_dict(self.manifest["tokenizer"])
+
+    def systems(self, rows=slice(None)) -> SystemBatch:
+        """The initial conditions of the selected sequences, as the generator drew them."""
+        return SystemBatch(**{name: np.asarray(getattr(self, name)[rows]) for name in SystemBatch.__dataclass_fields__})
+
+    def continuous(self, rows=slice(None)) -> np.ndarray:
+        """The continuous representation for regression models: (n, seq_len - 1, 2) float64 body
+        positions in AU in token order (per step planets 1..N, then the star; NaN where a sequence
+        pads), exact rather than binned. Stored positions are reordered; for presets that keep only
+        orbital elements (vafa2025) the Kepler orbits are recomputed bit for bit."""
+        seq_len = int(self.manifest["params"]["seq_len"])
+        if self.positions is not None:
+            return generate.token_order(np.asarray(self.positions[rows]), np.asarray(self.n_planets[rows]), seq_len)
+        batch = self.systems(rows)
+        return generate.token_order(generate.analytic_states(batch, int(self.manifest["params"]["steps"]))[0],
+                                    batch.n_planets, seq_len)
 
 
 def load_dataset(path: str | Path, verify: bool = False) -> dict[str, Split]:

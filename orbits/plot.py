@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 
 from orbits import generate, presets
-from orbits.systems import SystemBatch
 
 
 def system_positions(split, index: int) -> np.ndarray:
@@ -15,8 +14,7 @@ def system_positions(split, index: int) -> np.ndarray:
     stored orbital elements when the preset keeps only elements (vafa2025)."""
     if split.positions is not None:
         return np.asarray(split.positions[index])
-    batch = SystemBatch(**{name: np.asarray(getattr(split, name)[index:index + 1])
-                           for name in SystemBatch.__dataclass_fields__})
+    batch = split.systems(slice(index, index + 1))
     params = split.manifest["params"]
     steps = int(presets.steps_in_sequence(batch.n_planets, int(params["seq_len"]))[0])
     pos, _ = generate.analytic_states(batch, min(steps, int(params["steps"])))

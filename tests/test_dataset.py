@@ -64,6 +64,17 @@ def test_load_dataset_interface(tmp_path):
     assert vafa.positions is None and vafa.masses.shape == (4, 11)
 
 
+def test_continuous_representation_matches_the_tokens(tmp_path):
+    for preset in ("vafa2025", "two-body"):
+        path = orbits.simulate(preset, {"train": 6}, 2, tmp_path / preset, progress=False)
+        split = orbits.load_dataset(path)["train"]
+        xy = split.continuous()
+        assert xy.shape == (6, 999, 2) and xy.dtype == np.float64
+        ids, _ = split.tokenizer.encode(np.where(np.isnan(xy), 0.0, xy))
+        assert np.array_equal(ids[np.isfinite(xy)], split.tokens[:, 1:][np.isfinite(xy)])
+        np.testing.assert_array_equal(split.continuous(slice(2, 4)), xy[2:4])
+
+
 def test_rerun_is_a_no_op_and_a_different_dataset_is_refused(tmp_path):
     out = tmp_path / "d"
     orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
