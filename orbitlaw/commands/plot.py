@@ -26,6 +26,9 @@ def run(args) -> int:
     directory = os.path.dirname(os.path.abspath(args.out))
     fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would create it
     try:
         orbits.plot_system(data[name], args.index, out=tmp)
         os.replace(tmp, args.out)
