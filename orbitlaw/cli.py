@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from orbitlaw import __version__
@@ -47,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError) as exc:
         print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # a failure the user can only retry (e.g. a killed worker process)
+        if os.environ.get("ORBITLAW_DEBUG"):
+            raise
+        print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"orbitlaw {args.command}: error: {exc.strerror or exc}"
               + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)

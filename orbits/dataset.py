@@ -22,6 +22,8 @@ import multiprocessing
 import os
 import re
 import shutil
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -246,6 +248,9 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
 
     stage = out.parent / f".{out.name}.partial"
     config_path = stage / "config.json"
+    staged_manifest = stage / "manifest.json"
+    if staged_manifest.exists() and json.loads(staged_manifest.read_text()).get("config_hash") == digest:
+        return _publish(stage, out)  # killed after finishing, before the final rename
     if stage.exists() and config_path.exists():
         staged = json.loads(config_path.read_text())
         if _config_hash(staged) != digest:
@@ -254,6 +259,9 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
     else:
         if stage.exists():
             shutil.rmtree(stage)  # killed before its config was written: nothing to keep
+        # Generate a couple of sequences first, so that a bad parameter fails now, before any file exists.
+        first = next(iter(splits))
+        build_block(preset, params, spec, int(seed), first, 0, min(2, splits[first]))
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp_stage = out.parent / f".{out.name}.partial.new"
         shutil.rmtree(tmp_stage, ignore_errors=True)
@@ -275,8 +283,13 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
     _fsync_tree(stage)
     manifest = _manifest(config, digest, done, spec, params, preset)
     write_json_atomic(stage / "manifest.json", manifest)
-    config_path.unlink()
-    done_path.unlink()
+    return _publish(stage, out)
+
+
+def _publish(stage: Path, out: Path) -> Path:
+    """Drop the staging bookkeeping and move the finished dataset into place."""
+    for name in ("config.json", "done.jsonl"):
+        (stage / name).unlink(missing_ok=True)
     if out.exists():
         out.rmdir()
     os.replace(stage, out)
@@ -300,9 +313,15 @@ def _run_blocks(todo, done, done_path, workers, total, progress, preset) -> None
                 record(_write_block(task))
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(min(workers, len(todo))) as pool:
-                for rec in pool.imap_unordered(_write_block, todo):
-                    record(rec)
+            pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=ctx)
+            try:
+                for future in as_completed([pool.submit(_write_block, task) for task in todo]):
+                    record(future.result())
+            except BrokenProcessPool:
+                raise RuntimeError("a worker process died (killed, or out of memory); the finished blocks "
+                                   "are kept: re-run the same command to resume") from None
+            finally:  # on an error or Ctrl-C, do not wait for the queued blocks
+                pool.shutdown(wait=True, cancel_futures=True)
     bar.close()
 
 

@@ -85,16 +85,45 @@ def preset_params(preset: str, overrides: dict | None = None) -> dict:
     return params
 
 
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _numbers(p: dict, key: str, count: int, integer: bool = False) -> list:
+    """p[key] as a list of ``count`` finite numbers (integers if asked); ValueError naming the key."""
+    value = p[key]
+    kind = "integers" if integer else "numbers"
+    if not isinstance(value, (list, tuple)) or len(value) != count or not all(map(_is_number, value)) or (
+            integer and not all(float(x).is_integer() for x in value)):
+        raise ValueError(f"{key} must be a list of {count} {kind}, got {value!r}")
+    return [int(x) for x in value] if integer else list(value)
+
+
+def _integer(p: dict, key: str, minimum: int) -> int:
+    value = p[key]
+    if not _is_number(value) or not float(value).is_integer() or value < minimum:
+        raise ValueError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def _positive_range(params: dict, key: str, what: str) -> None:
-    lo, hi = params[key]
+    lo, hi = _numbers(params, key, 2)
     if not (lo > 0 and hi >= lo):
         raise ValueError(f"{key} must be an increasing range of positive {what}, got {params[key]}")
 
 
 def _validate(preset: str, p: dict) -> None:
-    if int(p["seq_len"]) < 2 or int(p["steps"]) < 1:
-        raise ValueError("seq_len must be >= 2 and steps >= 1")
+    _integer(p, "seq_len", 2)
+    _integer(p, "steps", 1)
     if preset == "solar-system":
+        if _integer(p, "time_step_index", 0) >= len(TIME_STEPS):
+            raise ValueError(f"time_step_index must be < {len(TIME_STEPS)}")
+        if not isinstance(p["planets"], list) or not p["planets"]:
+            raise ValueError("planets must be a non-empty list of [name, mass, a, e, perihelion, mean longitude]")
+        for row in p["planets"]:
+            if not isinstance(row, (list, tuple)) or len(row) != 6 or not all(map(_is_number, row[1:])):
+                raise ValueError(f"planet {row!r} must be [name, mass (M_sun), a (AU), e, longitude of "
+                                 "perihelion (deg), mean longitude (deg)]")
         for name, mass, a, e, *_ in p["planets"]:
             if not mass > 0:
                 raise ValueError(f"planet {name}: mass must be positive, got {mass}")
@@ -102,24 +131,33 @@ def _validate(preset: str, p: dict) -> None:
                 raise ValueError(f"planet {name}: semi-major axis must be positive, got {a}")
             if not 0 <= e < 1:
                 raise ValueError(f"planet {name}: eccentricity {e} is not in [0, 1): orbit not elliptic")
-        if not p["star_mass"] > 0:
+        if not (_is_number(p["star_mass"]) and p["star_mass"] > 0):
             raise ValueError(f"star_mass must be positive, got {p['star_mass']}")
         return
-    lo, hi = p["planets"]
+    lo, hi = _numbers(p, "planets", 2, integer=True)
     if not 1 <= lo <= hi:
         raise ValueError(f"planets must be a range [min, max] with 1 <= min <= max, got {p['planets']}")
-    if not 0 <= p["e_max"] < 1:
+    if not _is_number(p["e_max"]) or not 0 <= p["e_max"] < 1:
         raise ValueError(f"e_max = {p['e_max']}: eccentricity must stay below 1 (elliptic orbits only)")
     if p["e_max"] > kepler.E_MAX:
         raise ValueError(f"e_max = {p['e_max']} exceeds the supported maximum {kepler.E_MAX}")
-    if min(p["e_beta"]) <= 0:
+    if min(_numbers(p, "e_beta", 2)) <= 0:
         raise ValueError(f"e_beta parameters must be positive, got {p['e_beta']}")
     _positive_range(p, "a_range", "AU")
     for key in ("planet_mass_clip", "star_mass_clip", "mass_uniform"):
         if key in p:
             _positive_range(p, key, "solar masses")
-    if p["com_sigma"] < 0:
-        raise ValueError("com_sigma must be >= 0")
+    for key in ("planet_mass_gamma", "star_mass_lognorm"):
+        if key in p:
+            shape, _, scale = _numbers(p, key, 3)
+            if not (shape > 0 and scale > 0):
+                raise ValueError(f"{key} needs positive shape and scale, got {p[key]}")
+    if not _is_number(p["com_sigma"]) or p["com_sigma"] < 0:
+        raise ValueError("com_sigma must be a number >= 0")
+    if "freeze_star" in p and not isinstance(p["freeze_star"], bool):
+        raise ValueError("freeze_star must be true or false")
+    if "min_spacing" in p and not (_is_number(p["min_spacing"]) and p["min_spacing"] >= 1):
+        raise ValueError("min_spacing must be a number >= 1")
 
 
 def _sample_eccentricity(rng, p, size):

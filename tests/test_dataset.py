@@ -238,3 +238,65 @@ def test_memory_stays_flat_as_the_dataset_grows(tmp_path):
     small = _peak_rss_mb(1_000, tmp_path / "small")
     large = _peak_rss_mb(30_000, tmp_path / "large")  # 120 MB of tokens on disk
     assert large < small + 40, (small, large)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_a_killed_worker_is_reported_and_the_run_resumes(tmp_path):
+    args = [sys.executable, "-m", "orbitlaw", "simulate", "--preset", "vafa2025", "--splits", "train=40000",
+            "--seed", "4", "--out", str(tmp_path / "d"), "--workers", "2", "--quiet"]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    done = tmp_path / ".d.partial" / "done.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (done.exists() and done.read_text().count("\n") >= 2):
+        time.sleep(0.02)
+    workers = [c for c in _children(proc.pid) if "spawn" in Path(f"/proc/{c}/cmdline").read_text()]
+    assert workers, "no worker processes found"
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines() == [
+        "orbitlaw simulate: error: a worker process died (killed, or out of memory); the finished blocks are "
+        "kept: re-run the same command to resume"]
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert orbits.load_dataset(tmp_path / "d", verify=True)["train"].tokens.shape == (40000, 1000, 2)
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"planets": 3}, "planets must be a list of 2 integers"),
+    ({"planets": [1.5, 3]}, "planets must be a list of 2 integers"),
+    ({"seq_len": None}, "seq_len must be an integer >= 2"),
+    ({"e_beta": [0.8]}, "e_beta must be a list of 2 numbers"),
+    ({"planet_mass_gamma": [-1, 0, 1e-3]}, "needs positive shape and scale"),
+])
+def test_malformed_config_values_are_refused_before_anything_is_written(tmp_path, config, message):
+    (tmp_path / "cfg.json").write_text(json.dumps(config))
+    result = _cli("simulate", "--preset", "vafa2025", "--splits", "t=5", "--seed", "0", "--out",
+                  str(tmp_path / "d"), "--config", str(tmp_path / "cfg.json"))
+    assert result.returncode == 2 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.json"]
+
+
+def test_a_finished_stage_killed_before_its_rename_is_published_without_regenerating(tmp_path, monkeypatch):
+    out = tmp_path / "d"
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if Path(dst) == out:
+            raise KeyboardInterrupt  # the kill lands between the manifest and the rename
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(dataset.os, "replace", failing_replace)
+    with pytest.raises(KeyboardInterrupt):
+        orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
+    monkeypatch.setattr(dataset.os, "replace", real_replace)
+    monkeypatch.setattr(dataset, "_write_block", lambda task: pytest.fail("regenerated a finished block"))
+    orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
+    assert orbits.load_dataset(out, verify=True)["train"].tokens.shape == (5, 1000, 2)
