@@ -35,7 +35,8 @@ def save(run: Path, step: int, model: torch.nn.Module, trainer_state: dict) -> P
     run = Path(run)
     final = run / f"ckpt-{step:08d}"
     tmp = run / f".ckpt-{step:08d}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    for stray in run.glob(".ckpt-*.tmp"):  # left by a kill during an earlier save
+        shutil.rmtree(stray, ignore_errors=True)
     tmp.mkdir(parents=True)
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(weights, tmp / "model.safetensors")

@@ -7,6 +7,7 @@ and of the true next token, over targets that are positions (not time-step or pa
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -76,9 +77,11 @@ def extrapolation(model: GPT, run: Path, data_manifest: dict, lengths: list[int]
     longest = max(lengths) * context
     preset = data_manifest["preset"]
     params = dict(data_manifest["params"])
-    overrides = {"seq_len": longest + 1, "steps": max(int(params["steps"]), -(-longest // 2))}
-    path = orbits.simulate(preset, {"test": n_seq}, int(data_manifest["seed"]) + 1_000_003,
-                           run / f"extrapolation-data-{longest + 1}", overrides=overrides, progress=False)
+    overrides = {**params, "seq_len": longest + 1, "steps": max(int(params["steps"]), -(-longest // 2))}
+    seed = int(data_manifest["seed"]) + 1_000_003
+    key = hashlib.sha256(json.dumps([preset, overrides, seed, n_seq], sort_keys=True).encode()).hexdigest()[:12]
+    path = orbits.simulate(preset, {"test": n_seq}, seed, run / f"extrapolation-data-{key}", overrides=overrides,
+                           progress=False)
     split = orbits.load_dataset(path)["test"]
     out = {}
     for m in lengths:

@@ -33,6 +33,10 @@ from models.gpt import GPT, GPTConfig
 from models.presets import model_config
 from orbits.provenance import code_version
 
+_TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
+                        "schedule", "warmup_steps", "seed", "train_split")
+"""Training settings a resumed run must keep to follow the same trajectory."""
+
 
 class TrainingStopped(Exception):
     """Training ended early (signal or NaN); the message says why and where the last checkpoint is."""
@@ -79,6 +83,8 @@ class TrainConfig:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if not self.p > 0:
             raise ValueError(f"--p must be > 0, got {self.p}")
+        if self.micro_batch is not None and not 1 <= self.micro_batch <= self.batch_size:
+            raise ValueError(f"micro-batch must be between 1 and the batch size, got {self.micro_batch}")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -299,6 +305,12 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         saved = state["run_config"]
         if saved["model"] != run_config["model"]:
             raise ValueError(f"--resume with different model settings than the run in {run}")
+        changed = [k for k in _TRAJECTORY_SETTINGS if saved["train"].get(k) != run_config["train"].get(k)]
+        if cfg.schedule == "cosine" and saved["train"]["max_steps"] != cfg.max_steps:
+            changed.append("max_steps (it sets the cosine schedule)")
+        if changed:
+            raise ValueError(f"--resume with different {', '.join(changed)} than the run in {run}: the run would "
+                             "not continue the same trajectory")
         if saved["dataset"]["config_hash"] != run_config["dataset"]["config_hash"]:
             raise ValueError(f"--resume with a different dataset than the run in {run} was trained on")
         optimizer.load_state_dict(state["optimizer"])
@@ -367,11 +379,13 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
                 t = torch.tensor([total], device=device)
                 tdist.all_reduce(t)
                 total = float(t) / dist.world
-            if not math.isfinite(total):
-                raise TrainingStopped(f"loss became {total} at step {step + 1}; stopped without saving it. "
-                                      f"The last good checkpoint is step {last_saved} in {run}", 3)
-            if cfg.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(
+                model.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf))
+            if not (math.isfinite(total) and math.isfinite(grad_norm)):
+                what = f"loss became {total}" if not math.isfinite(total) else f"gradient norm became {grad_norm}"
+                last = (f"The last good checkpoint is step {last_saved} in {run}" if checkpoint.latest(run)
+                        else "No checkpoint had been written yet")
+                raise TrainingStopped(f"{what} at step {step + 1}; stopped without taking that step. {last}", 3)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
@@ -393,6 +407,12 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             if step % cfg.checkpoint_every == 0 or step == cfg.max_steps:
                 save(step)
                 last_saved = step
+            if dist.world > 1:  # every rank stops at the same step, whichever one got the signal
+                import torch.distributed as tdist
+
+                flag = torch.tensor([stop["signal"] or 0], device=device)
+                tdist.all_reduce(flag, op=tdist.ReduceOp.MAX)
+                stop["signal"] = int(flag) or None
             if stop["signal"] is not None:
                 if last_saved != step:
                     save(step)

@@ -177,3 +177,13 @@ def test_evaluate_writes_metrics_and_extrapolates_with_rope(data, tmp_path):
     ext = json.loads((rope / "eval.json").read_text())["extrapolation"]
     assert ext["context"] == 64 and set(ext["loss"]) == {"1", "2", "4"}
     assert all(v > 0 for v in ext["loss"].values())
+
+
+def test_resume_refuses_settings_that_change_the_trajectory(data, tmp_path):
+    run = tmp_path / "run"
+    train(_config(data, run, max_steps=3), progress=False)
+    with pytest.raises(ValueError, match="different batch_size, lr than the run"):
+        train(_config(data, run, max_steps=6, batch_size=2, lr=1e-3), resume=True, progress=False)
+    with pytest.raises(ValueError, match="micro-batch must be between 1 and the batch size"):
+        train(_config(data, tmp_path / "other", micro_batch=-1), progress=False)
+    assert train(_config(data, run, max_steps=5), resume=True, progress=False)["step"] == 5
