@@ -205,11 +205,11 @@ def laser_attention(
 ) -> torch.Tensor:
     """Causal LASER attention, log(softmax(q k^T / sqrt(d)) exp(V - m)) + m, on top of PyTorch SDPA.
 
-    m is the per-channel max of V over the sequence (per batch and head), detached. A row whose causal
-    prefix lies so far below m that exp(V - m) underflows to 0 would give log(0); the argument is clamped
-    at the smallest normal float, so such entries come out finite (about m - 87 in float32/bfloat16) with
-    zero gradient. float16 inputs are computed in float32, since exp underflows in float16 already 17
-    below m.
+    m is the per-channel max of V over the sequence (per batch and head), detached; it cancels exactly
+    in real arithmetic. A row whose causal prefix lies so far below m that exp(V - m) underflows (about
+    87 below in float32) would otherwise give log(0), or depend on later positions through m: such
+    rows are recomputed without any shift, as logsumexp_j(log softmax_ij + V_j) over their own keys,
+    so every output is exact and causal, with exact gradients. float16 inputs are computed in float32.
 
     Args:
         q, k, v: (B, H, T, D) queries, keys, values (one float dtype, one device).
@@ -237,5 +237,26 @@ def laser_attention(
             )
 
         mixed = _run_chunked(chunk, (qw, kw, ev), T, chunk_size)
-    out = torch.log(mixed.clamp_min(torch.finfo(work).tiny)) + m
+    tiny = torch.finfo(work).tiny
+    out = torch.log(mixed.clamp_min(tiny)) + m
+    underflow = (mixed.detach() < tiny).any(dim=-1)  # (B, H, T): rows the shift cannot represent
+    if underflow.any():
+        rows = underflow.nonzero()
+        out = out.index_put(tuple(rows.unbind(1)), _laser_rows_exact(qw, kw, vw, rows, window))
     return out.to(q.dtype)
+
+
+def _laser_rows_exact(q, k, v, rows: torch.Tensor, window: int | None, block: int = 64) -> torch.Tensor:
+    """LASER outputs (n, D) of the (b, h, i) ``rows``: logsumexp over allowed keys j of log a_ij + v_j."""
+    T, D = q.shape[-2], q.shape[-1]
+    j = torch.arange(T, device=q.device)
+    outs = []
+    for s in range(0, rows.shape[0], block):
+        b, h, i = rows[s:s + block].unbind(1)
+        scores = (q[b, h, i, None, :] @ k[b, h].transpose(-1, -2)).squeeze(-2) / math.sqrt(D)  # (n, T)
+        allowed = j[None, :] <= i[:, None]
+        if window is not None:
+            allowed &= j[None, :] > i[:, None] - window
+        log_a = torch.log_softmax(scores.masked_fill(~allowed, -math.inf), dim=-1)
+        outs.append(torch.logsumexp(log_a[..., None] + v[b, h], dim=1))  # (n, T, D) -> (n, D)
+    return torch.cat(outs)
