@@ -92,7 +92,7 @@ def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split
     if presets.STORES_STATES[preset]:
         steps = presets.max_steps(preset, params)
         per_seq = np.minimum(presets.steps_in_sequence(batch.n_planets, seq_len), steps)
-        if preset == "nbody":
+        if preset == "nbody" or (preset == "solar-system" and params["together"]):
             pos, vel = nbody.integrate(batch, per_seq)
             pos, vel = _pad_steps(pos, steps), _pad_steps(vel, steps)
         else:

@@ -13,7 +13,8 @@ sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masse
 - ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on
   the ecliptic), six-month step; sequence i is planet ``i mod 8`` with the Sun (a two-body system about
   the barycentre at the origin, as in the reference force-vector experiment), starting
-  ``(i // 8) * steps`` time steps after J2000.
+  ``(i // 8) * steps`` time steps after J2000. With ``{"together": true}`` each sequence is instead the
+  whole system, the planets attracting each other (REBOUND IAS15), 111 steps of all nine bodies.
 - ``nbody``: planets that attract each other and their star, integrated exactly (REBOUND IAS15);
   2-4 planets on non-crossing orbits drawn from the vafa2025 priors.
 """
@@ -61,7 +62,7 @@ DEFAULTS: dict[str, dict] = {
                  "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0],
                  "freeze_star": True},
     "two-body": {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
-    "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0,
+    "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0, "together": False,
                      "planets": [list(p) for p in SOLAR_SYSTEM]},
     "nbody": {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3,
               "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
@@ -116,6 +117,8 @@ def _validate(preset: str, p: dict) -> None:
     _integer(p, "seq_len", 2)
     _integer(p, "steps", 1)
     if preset == "solar-system":
+        if not isinstance(p["together"], bool):
+            raise ValueError("together must be true or false")
         if _integer(p, "time_step_index", 0) >= len(TIME_STEPS):
             raise ValueError(f"time_step_index must be < {len(TIME_STEPS)}")
         if not isinstance(p["planets"], list) or not p["planets"]:
@@ -247,23 +250,32 @@ def sample_two_body(rng, n: int, p: dict) -> SystemBatch:
 
 
 def sample_solar_system(rng, n: int, p: dict, first_index: int = 0) -> SystemBatch:
-    """Sequence ``first_index + k`` is planet ``(first_index + k) mod 8``; no randomness is used."""
+    """No randomness. Default: sequence ``first_index + k`` is planet ``(first_index + k) mod 8`` with the
+    Sun, starting ``(index // 8) * steps`` steps after J2000. With ``together``: every sequence holds all
+    planets and the Sun (integrated as an interacting N-body system), sequence k starting
+    ``k * steps_in_sequence`` steps after J2000."""
     planets = p["planets"]
     index = first_index + np.arange(n)
-    which = index % len(planets)
-    batch = empty_batch(n, 1)
-    batch.n_planets[:] = 1
     table = np.array([row[1:6] for row in planets], dtype=np.float64)
-    mass, a, e, varpi, mean_longitude = table[which].T
-    batch.masses[:, 0] = mass
-    batch.masses[:, 1] = p["star_mass"]
-    batch.a[:, 0], batch.e[:, 0] = a, e
-    batch.omega[:, 0] = np.radians(varpi)
+    P = planet_slots("solar-system", p)
+    batch = empty_batch(n, P)
     batch.dt_index[:] = p["time_step_index"]
     batch.dt[:] = _time_steps(p)[batch.dt_index]
+    if p["together"]:
+        batch.n_planets[:] = P
+        rows = np.broadcast_to(np.arange(P), (n, P))
+        t0 = index * int(min(p["steps"], steps_in_sequence(P, int(p["seq_len"])))) * batch.dt
+    else:
+        batch.n_planets[:] = 1
+        rows = (index % len(planets))[:, None]
+        t0 = (index // len(planets)) * int(p["steps"]) * batch.dt
+    mass, a, e, varpi, mean_longitude = np.moveaxis(table[rows], -1, 0)
+    batch.masses[:, :P] = mass
+    batch.masses[:, P] = p["star_mass"]
+    batch.a[:], batch.e[:] = a, e
+    batch.omega[:] = np.radians(varpi)
     mean_motion = np.sqrt(G * (mass + p["star_mass"]) / a**3)
-    t0 = (index // len(planets)) * int(p["steps"]) * batch.dt
-    batch.mean_anomaly0[:, 0] = np.radians(mean_longitude - varpi) + mean_motion * t0
+    batch.mean_anomaly0[:] = np.radians(mean_longitude - varpi) + mean_motion * t0[:, None]
     return batch
 
 
@@ -302,11 +314,14 @@ def steps_in_sequence(n_planets: np.ndarray, seq_len: int) -> np.ndarray:
 
 
 def planet_slots(preset: str, params: dict) -> int:
-    """P, the number of planet slots of the preset's systems (solar-system: one planet per sequence)."""
-    return 1 if preset == "solar-system" else int(params["planets"][1])
+    """P, the number of planet slots of the preset's systems (solar-system: one planet per sequence,
+    or all of them with ``together``)."""
+    if preset == "solar-system":
+        return len(params["planets"]) if params["together"] else 1
+    return int(params["planets"][1])
 
 
 def max_steps(preset: str, params: dict) -> int:
     """Steps stored per sequence: the preset's ``steps``, or fewer when tokens run out sooner."""
-    fewest = 1 if preset == "solar-system" else int(params["planets"][0])
+    fewest = planet_slots(preset, params) if preset == "solar-system" else int(params["planets"][0])
     return int(min(params["steps"], math.ceil((params["seq_len"] - 1) / (fewest + 1))))

@@ -194,6 +194,24 @@ def test_shipped_priors_are_the_fit_to_the_exoplanet_table():
     np.testing.assert_allclose(stats.lognorm.fit(star), presets.STAR_MASS_LOGNORM, rtol=1e-6)
 
 
+def test_whole_solar_system_together_interacts_and_keeps_the_real_orbits():
+    pytest.importorskip("rebound")
+    params = presets.preset_params("solar-system", {"together": True})
+    arrays, _ = build_block("solar-system", params, SPEC, seed=0, split="s", block=0, count=2)
+    assert arrays["positions"].shape == (2, 111, 9, 2) and np.all(arrays["n_planets"] == 8)
+    pos = arrays["positions"][0]
+    helio = pos[:, :8] - pos[:, 8:9]
+    r = np.linalg.norm(helio, axis=-1)
+    a = np.array([row[2] for row in presets.SOLAR_SYSTEM])
+    e = np.array([row[3] for row in presets.SOLAR_SYSTEM])
+    assert np.all(r >= a * (1 - e) * 0.98) and np.all(r <= a * (1 + e) * 1.02)
+    # sequence 1 continues where sequence 0 ends (111 six-month steps later)
+    np.testing.assert_allclose(arrays["mean_anomaly0"][1] - arrays["mean_anomaly0"][0],
+                               111 * 180 * 0.0027 * np.sqrt(G * (arrays["masses"][0, :8] + 1) / a**3))
+    tokens = arrays["tokens"][0]
+    assert np.all(tokens[1:] < 7000) and tokens[0, 0] == 7001
+
+
 def test_solar_system_is_the_real_one():
     params = presets.preset_params("solar-system")
     arrays, _ = build_block("solar-system", params, SPEC, seed=0, split="s", block=0, count=8)
