@@ -22,34 +22,19 @@ import torch
 import torch.nn.functional as F
 
 import kernels
+from kernels.reference import attend_mask, query_chunks
 
 ATTENTIONS = ("softmax", "lssa", "lssar", "laser", "sigmoid", "relu")
-
-
-def _mask(start: int, stop: int, T: int, window: int | None, device) -> torch.Tensor:
-    """(stop - start, T) bool: query i (0-based, start <= i < stop) may attend key j."""
-    i = torch.arange(start, stop, device=device)[:, None]
-    j = torch.arange(T, device=device)[None, :]
-    allowed = j <= i
-    if window is not None:
-        allowed &= j > i - window
-    return allowed
-
-
-def _chunks(T: int, chunk_size: int | None):
-    step = T if chunk_size is None else max(1, chunk_size)
-    for start in range(0, T, step):
-        yield start, min(T, start + step)
 
 
 def _pointwise_attention(q, k, v, window, chunk_size, weights_fn):
     """sum_j w(s_ij, i) v_j over the allowed keys with s = q.k / sqrt(d), chunked over queries."""
     T, D = q.shape[-2], q.shape[-1]
     outs = []
-    for start, stop in _chunks(T, chunk_size):
+    for start, stop in query_chunks(T, chunk_size):
         keys = stop
         scores = q[..., start:stop, :] @ k[..., :keys, :].transpose(-1, -2) / math.sqrt(D)
-        allowed = _mask(start, stop, keys, window, q.device)
+        allowed = attend_mask(start, stop, 0, window, q.device)
         counts = allowed.sum(-1, keepdim=True).to(scores.dtype)
         w = torch.where(allowed, weights_fn(scores, counts), torch.zeros((), dtype=scores.dtype,
                                                                         device=q.device))
@@ -62,8 +47,8 @@ def softmax_attention(q, k, v, window=None, chunk_size=None):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     T = q.shape[-2]
     outs = []
-    for start, stop in _chunks(T, chunk_size):
-        mask = _mask(start, stop, stop, window, q.device)
+    for start, stop in query_chunks(T, chunk_size):
+        mask = attend_mask(start, stop, 0, window, q.device)
         outs.append(F.scaled_dot_product_attention(q[..., start:stop, :], k[..., :stop, :], v[..., :stop, :],
                                                    attn_mask=mask))
     return torch.cat(outs, dim=-2)
