@@ -419,6 +419,10 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
                 name = signal.Signals(stop["signal"]).name
                 raise TrainingStopped(f"stopped by {name} at step {step}; checkpoint saved in {run}; "
                                       "continue with --resume", 128 + stop["signal"])
+        if dist.world > 1:  # let every rank finish its last collective before the group is torn down
+            import torch.distributed as tdist
+
+            tdist.barrier()
     finally:
         bar.close()
         for s, handler in previous.items():
