@@ -11,11 +11,21 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import pkgutil
 import sys
 
 from orbitlaw import __version__
 
-COMMANDS = ["simulate", "plot", "train", "evaluate"]
+# The order of the study; any other module in orbitlaw/commands is listed after these.
+ORDER = ["run", "simulate", "plot", "train", "evaluate", "probe", "discover", "llm"]
+
+
+def commands() -> list[str]:
+    """Names of the sub-command modules in ``orbitlaw/commands``, in the study's order."""
+    import orbitlaw.commands as package
+
+    found = {m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")}
+    return [n for n in ORDER if n in found] + sorted(found - set(ORDER))
 
 
 class UserError(Exception):
@@ -35,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"orbitlaw {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in commands():
         importlib.import_module(f"orbitlaw.commands.{name}").add_parser(sub)
     return parser
 
