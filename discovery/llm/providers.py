@@ -1,0 +1,236 @@
+"""Chat clients for the LLM baselines: OpenAI, Anthropic, Gemini and any OpenAI-compatible endpoint.
+
+Each provider is called through its official SDK (the ``llm`` extra: ``openai``, ``anthropic``,
+``google-genai``), imported only when used. API keys come only from environment variables
+(:data:`KEY_ENV`) and are never written anywhere: they are not part of a cache key, a cache record, a
+result or a log line, and error messages are scrubbed of them.
+
+Retries: the SDKs' own retries are switched off and every request goes through one policy (tenacity):
+up to ``max_retries`` retries on rate limits (429), timeouts, dropped connections and server errors
+(408, 409, 5xx), waiting ``backoff * 2**k`` seconds with jitter (capped at 120 s), or longer when the
+server sends ``Retry-After``. Other errors (bad key, unknown model, bad request) fail at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+
+PROVIDERS = ("openai", "anthropic", "gemini", "openai-compatible")
+KEY_ENV = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "openai-compatible": ("ORBITLAW_LLM_API_KEY", "OPENAI_API_KEY"),
+}
+ANTHROPIC_DEFAULT_MAX_TOKENS = 32000
+"""Anthropic requires an output budget; 450 numbers plus reasoning fit comfortably."""
+_MAX_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Generation settings that change the answer (and so are part of the cache key).
+
+    temperature: sampling temperature, None for the provider's default (reasoning models such as o3
+    accept only the default); max_tokens: output budget in tokens, None for the default
+    (Anthropic: 32000); reasoning_effort: OpenAI reasoning effort (low/medium/high), None for default.
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Completion:
+    """One answered request: the raw ``text``, the provider's finish reason, token ``usage``, the model
+    name the server reports, and the number of ``attempts`` it took."""
+
+    text: str
+    finish_reason: str | None = None
+    usage: dict = field(default_factory=dict)
+    served_model: str | None = None
+    attempts: int = 1
+
+
+def api_key(provider: str) -> str:
+    """The provider's key from its environment variable(s); ValueError (one line) if unset."""
+    check_provider(provider)
+    for name in KEY_ENV[provider]:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    raise ValueError(f"no API key for {provider}: set {' or '.join(KEY_ENV[provider])} in the environment")
+
+
+def check_provider(provider: str) -> None:
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
+    return text.replace(secret, "***") if secret else text
+
+
+def _jsonable(obj) -> dict:
+    if obj is None:
+        return {}
+    try:
+        return json.loads(obj.model_dump_json(exclude_none=True))
+    except (AttributeError, TypeError, ValueError):
+        return {}
+
+
+def _status(exc: BaseException) -> int | None:
+    for name in ("status_code", "code"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _transport_errors() -> tuple[type, ...]:
+    """Timeout and connection exception classes of the SDKs and HTTP stacks already imported."""
+    found: list[type] = [TimeoutError, ConnectionError]
+    for module, name in (("openai", "APIConnectionError"), ("anthropic", "APIConnectionError"),
+                         ("httpx", "TransportError"), ("httpx2", "TransportError")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type):
+            found.append(cls)
+    return tuple(found)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for rate limits, timeouts, connection failures and server errors."""
+    status = _status(exc)
+    if status is not None:
+        return status in (408, 409, 425, 429) or status >= 500
+    return isinstance(exc, _transport_errors())
+
+
+def retry_after_s(exc: BaseException) -> float:
+    """Seconds the server asked us to wait (``Retry-After`` / ``retry-after-ms``), 0 if none."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return 0.0
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return float(headers["retry-after-ms"]) / 1000.0
+        if headers.get("retry-after") is not None:
+            return float(headers["retry-after"])
+    except (TypeError, ValueError):
+        pass
+    return 0.0
+
+
+class ChatClient:
+    """One provider and model; :meth:`complete` sends one user message with retries.
+
+    base_url: endpoint override (required for ``openai-compatible``; every SDK accepts one);
+    timeout: seconds per request; max_retries: retries after the first attempt; backoff: first wait in s.
+    """
+
+    def __init__(self, provider: str, model: str, settings: Settings | None = None, base_url: str | None = None,
+                 timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0):
+        check_provider(provider)
+        if provider == "openai-compatible" and not base_url:
+            raise ValueError("--base-url is required for the openai-compatible provider")
+        if not model:
+            raise ValueError("--model must name a model")
+        if timeout <= 0 or max_retries < 0 or backoff < 0:
+            raise ValueError("timeout must be > 0, max retries and backoff >= 0")
+        self.provider, self.model, self.base_url = provider, model, base_url
+        self.settings = settings or Settings()
+        self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
+        self._key = api_key(provider)
+        self._client = self._make_client()
+
+    # ------------------------------------------------------------------------------------------------
+    def _make_client(self):
+        try:
+            if self.provider in ("openai", "openai-compatible"):
+                import openai
+
+                return openai.OpenAI(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
+                                     max_retries=0)
+            if self.provider == "anthropic":
+                import anthropic
+
+                return anthropic.Anthropic(api_key=self._key, base_url=self.base_url, timeout=self.timeout,
+                                           max_retries=0)
+            from google import genai
+            from google.genai import types
+
+            options = types.HttpOptions(timeout=int(self.timeout * 1000), base_url=self.base_url,
+                                        retry_options=types.HttpRetryOptions(attempts=1))
+            return genai.Client(api_key=self._key, http_options=options)
+        except ImportError as exc:
+            raise ValueError(f"the {self.provider} SDK is not installed ({exc.name}); "
+                             "pip install 'orbitlaw[llm]'") from None
+
+    def _once(self, prompt: str) -> Completion:
+        s = self.settings
+        messages = [{"role": "user", "content": prompt}]
+        if self.provider in ("openai", "openai-compatible"):
+            extra = {}
+            if s.temperature is not None:
+                extra["temperature"] = s.temperature
+            if s.max_tokens is not None:
+                extra["max_completion_tokens"] = s.max_tokens
+            if s.reasoning_effort is not None:
+                extra["reasoning_effort"] = s.reasoning_effort
+            r = self._client.chat.completions.create(model=self.model, messages=messages, **extra)
+            choice = r.choices[0] if r.choices else None
+            text = (choice.message.content if choice else None) or ""
+            return Completion(text, getattr(choice, "finish_reason", None), _jsonable(r.usage), r.model)
+        if self.provider == "anthropic":
+            extra = {} if s.temperature is None else {"temperature": s.temperature}
+            r = self._client.messages.create(model=self.model, messages=messages,
+                                             max_tokens=s.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS, **extra)
+            text = "".join(getattr(b, "text", "") for b in r.content if getattr(b, "type", "") == "text")
+            return Completion(text, r.stop_reason, _jsonable(r.usage), r.model)
+        from google.genai import types
+
+        config = types.GenerateContentConfig(temperature=s.temperature, max_output_tokens=s.max_tokens)
+        r = self._client.models.generate_content(model=self.model, contents=prompt, config=config)
+        candidates = r.candidates or []
+        finish = candidates[0].finish_reason if candidates else None
+        text = "".join(p.text or "" for p in (candidates[0].content.parts or [])) if candidates and \
+            candidates[0].content else ""
+        return Completion(text, str(getattr(finish, "value", finish)) if finish else None,
+                          _jsonable(r.usage_metadata), getattr(r, "model_version", None))
+
+    def _wait(self, state) -> float:
+        import random
+
+        exc = state.outcome.exception() if state.outcome else None
+        k = state.attempt_number - 1
+        base = min(_MAX_WAIT_S, self.backoff * 2**k) if self.backoff else 0.0
+        return min(_MAX_WAIT_S, max(base * (0.5 + random.random() / 2), retry_after_s(exc) if exc else 0.0))
+
+    def complete(self, prompt: str) -> Completion:
+        """Send ``prompt`` as one user message; retries as in the module docstring. Raises RuntimeError
+        (one line, key redacted) when the request fails for good."""
+        import tenacity
+
+        retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(self.max_retries + 1), wait=self._wait,
+                                     retry=tenacity.retry_if_exception(is_retryable), reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    completion = self._once(prompt)
+                completion.attempts = attempt.retry_state.attempt_number
+            return completion
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one recorded line
+            n = retrying.statistics.get("attempt_number", 1)
+            message = " ".join(str(exc).split())[:300]
+            raise RuntimeError(redact(f"{self.provider} {self.model}: {type(exc).__name__}: {message} "
+                                      f"(after {n} attempt{'s' if n != 1 else ''})", self._key)) from None
