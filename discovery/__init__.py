@@ -1,0 +1,1 @@
+"""discovery: force probes, symbolic regression and LLM baselines for the orbit experiment."""

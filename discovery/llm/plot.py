@@ -1,0 +1,51 @@
+"""Figure of predicted vs true force magnitude per system (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from discovery.llm.systems import System
+
+
+def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, dict[int, float]]],
+                max_panels: int = 30) -> Path:
+    """One panel per system (the first ``max_panels``): true |F| (M_sun AU / yr^2) against the time step,
+    each model's answers as points, revealed steps marked. ``answers``: model -> system -> step -> |F|.
+    Log scale; non-positive answers cannot be drawn on it and are left out. Written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = systems[:max_panels]
+    cols = min(5, max(1, len(shown)))
+    rows = -(-len(shown) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, s in zip(axes.flat, shown, strict=False):
+        steps = np.arange(len(s.force))
+        ax.plot(steps, s.force, color="black", lw=1.5, label="true |F|")
+        ax.plot(s.revealed, s.force[s.revealed], "x", color="black", ms=6, label="revealed")
+        for c, (model, per_system) in enumerate(sorted(answers.items())):
+            values = per_system.get(s.index, {})
+            k = np.array([k for k, v in sorted(values.items()) if 0 <= k < len(s.force) and v > 0])
+            if len(k):
+                ax.plot(k, [values[int(i)] for i in k], ".", ms=2.5, color=colours[c % len(colours)], label=model)
+        ax.set_yscale("log")
+        ax.set_title(f"system {s.index}", fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6, markerscale=2)
+    fig.supxlabel("time step")
+    fig.supylabel("|F| (M$_\\odot$ AU / yr$^2$)")
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,256 @@
+"""``orbitlaw llm run``: prompt an LLM with N two-body systems, cache, parse, score, and run the
+symbolic regression on its answers.
+
+Layout of ``DIR``::
+
+    DIR/prompts/         the systems and prompts in the reference layout (i.txt, traj_i.npy, ...)
+    DIR/cache/           every raw response, keyed by provider, model, endpoint, prompt and settings
+    DIR/predictions/<model>/<i>.json   parsed answers (timestep -> |F|), the reference's layout
+    DIR/answers.csv      every answered step of every model: r, m1, m2, F_true, F_pred, system, step, ...
+    DIR/results.json     per-system scores, the symbolic-regression law per model, config, code version
+    DIR/forces.png       predicted vs true |F| per system
+
+Several models can share one ``DIR`` (same systems): each run replaces its own model's entries. A run
+killed at any point resumes from the cache; failed requests are recorded and retried by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from discovery.llm.cache import ResponseCache, request_key, write_text_atomic
+from discovery.llm.parse import parse_answer
+from discovery.llm.prompt import build_prompt
+from discovery.llm.providers import ChatClient, Settings
+from discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
+from discovery.llm.systems import generate_systems, read_layout, write_layout
+
+SR_SEEDS = (0, 1, 2, 3, 4)
+SR_POINTS = 1000
+
+
+def discover(rows: list[dict], seeds=SR_SEEDS, points: int = SR_POINTS) -> dict:
+    """Symbolic regression of F_pred on (r, m1, m2) over answer rows: the LAW dict of
+    :func:`discovery.symbolic.discover_law` (keys ``expression``, ``newtonian``, ...), or a dict with
+    ``status`` and ``reason`` when it cannot run."""
+    if len(rows) < 10:
+        return {"status": "skipped", "reason": f"only {len(rows)} answered steps"}
+    try:
+        from discovery.symbolic import discover_law
+    except ImportError as exc:
+        return {"status": "unavailable", "reason": f"symbolic regression not available: {exc}"}
+    table = answers_table(rows)
+    return discover_law(table, target="F_pred", features=("r", "m1", "m2"), seeds=tuple(seeds), points=int(points),
+                        backend="operon")
+
+
+def _results_path(out: Path) -> Path:
+    return out / "results.json"
+
+
+def _load_previous(out: Path, config: dict) -> dict:
+    path = _results_path(out)
+    if not path.exists():
+        return {"results": [], "law": {}, "config": {**config, "runs": {}}}
+    try:
+        previous = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); move it away or use another --out") from None
+    old = previous.get("config", {})
+    for key in ("systems", "seed", "reference_prompt"):
+        if old.get(key) != config[key]:
+            raise ValueError(f"{out} holds a run with {key}={old.get(key)!r}, not {config[key]!r}; use another --out")
+    return previous
+
+
+def _request_all(client: ChatClient, cache: ResponseCache, todo: list[tuple[int, str, str]], concurrency: int,
+                 progress: bool) -> dict[int, str]:
+    """Send the uncached prompts (system, key, prompt) ``concurrency`` at a time; each answer is cached as
+    soon as it arrives. Returns system -> one-line error for the requests that failed for good."""
+    from tqdm import tqdm
+
+    errors: dict[int, str] = {}
+    lock = threading.Lock()
+
+    def one(index: int, key: str, prompt: str) -> None:
+        start = time.monotonic()
+        completion = client.complete(prompt)
+        cache.put(key, {"provider": client.provider, "model": client.model, "base_url": client.base_url,
+                        "settings": client.settings.as_dict(), "system": index, "text": completion.text,
+                        "finish_reason": completion.finish_reason, "usage": completion.usage,
+                        "served_model": completion.served_model, "attempts": completion.attempts,
+                        "elapsed_s": round(time.monotonic() - start, 3)})
+
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="llm")
+    try:
+        futures = {pool.submit(one, *job): job[0] for job in todo}
+        bar = tqdm(as_completed(futures), total=len(futures), desc=f"{client.model}", unit="req",
+                   disable=not progress)
+        for future in bar:
+            try:
+                future.result()
+            except RuntimeError as exc:
+                with lock:
+                    errors[futures[future]] = str(exc)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return errors
+
+
+def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0, base_url: str | None = None,
+        reference_prompt: bool = False, settings: Settings | None = None, concurrency: int = 4,
+        timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0, run_discovery: bool = True,
+        sr_seeds=SR_SEEDS, sr_points: int = SR_POINTS, progress: bool = True) -> dict:
+    """Run one model on ``systems`` two-body systems into ``out`` (see the module docstring).
+
+    Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
+    before anything is written, and RuntimeError when every request failed.
+    """
+    from orbits.provenance import code_version, write_json_atomic
+
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
+    settings = settings or Settings()
+    client = ChatClient(provider, model, settings, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                        backoff=backoff)
+    out = Path(out)
+    config = {"systems": int(systems), "seed": int(seed), "reference_prompt": bool(reference_prompt),
+              "preset": "two-body"}
+    previous = _load_previous(out, config)
+    system_list = generate_systems(int(systems), int(seed))
+    prompts = [build_prompt(s.coords, s.force, s.revealed, reference=reference_prompt) for s in system_list]
+    out.mkdir(parents=True, exist_ok=True)
+    write_layout(out / "prompts", system_list, prompts)
+
+    cache = ResponseCache(out / "cache")
+    keys = [request_key(provider, model, base_url, p, settings.as_dict()) for p in prompts]
+    todo = [(s.index, k, p) for s, k, p in zip(system_list, keys, prompts, strict=True) if k not in cache]
+    errors = _request_all(client, cache, todo, concurrency, progress) if todo else {}
+    if errors and len(errors) == len(system_list):
+        first = errors[min(errors)]
+        raise RuntimeError(f"every request failed, e.g. system {min(errors)}: {first}")
+
+    slug = model_slug(model)
+    pred_dir = out / "predictions" / slug
+    pred_dir.mkdir(parents=True, exist_ok=True)
+    results, rows, answers = [], [], {}
+    for s, key in zip(system_list, keys, strict=True):
+        record = {"model": model, "provider": provider, "system": s.index, "cache_key": key,
+                  "revealed": s.revealed.tolist()}
+        cached = cache.get(key)
+        if cached is None:
+            values, parse_error = {}, None
+            record.update(parsed=False, error=errors.get(s.index, "no response"), parse_error=None)
+        else:
+            parsed = parse_answer(cached["text"])
+            values, parse_error = (parsed.values, None) if parsed.ok else ({}, parsed.error)
+            record.update(parsed=parsed.ok, error=None, parse_error=parse_error,
+                          finish_reason=cached.get("finish_reason"), attempts=cached.get("attempts"),
+                          response_file=str(cache.path(key).relative_to(out)))
+            if parsed.ok:
+                write_text_atomic(pred_dir / f"{s.index}.json",
+                                  json.dumps({str(k): v for k, v in sorted(values.items())}) + "\n")
+                answers[s.index] = values
+                rows += answer_rows(model, s, values)
+        record.update(score_system(s, values))
+        results.append(record)
+
+    # merge with the other models already in DIR
+    kept = [r for r in previous.get("results", []) if r.get("model") != model]
+    all_results = sorted(kept + results, key=lambda r: (str(r.get("model")), r.get("system", 0)))
+    all_rows = _other_rows(out, model) + rows
+    write_answers_csv(out / "answers.csv", all_rows)
+    law = dict(previous.get("law", {}))
+    if run_discovery:
+        law[model] = discover(rows, seeds=sr_seeds, points=sr_points)
+    runs = dict(previous.get("config", {}).get("runs", {}))
+    runs[model] = {"provider": provider, "base_url": base_url, "settings": settings.as_dict(),
+                   "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
+                   "sr": {"seeds": list(sr_seeds), "points": int(sr_points)} if run_discovery else None}
+    doc = {"results": all_results, "law": law, "config": {**config, "runs": runs}, "code_version": code_version(),
+           "summary": summarise(all_results)}
+    write_json_atomic(_results_path(out), doc)
+    _plot(out, system_list, all_rows)
+    return doc
+
+
+def _other_rows(out: Path, model: str) -> list[dict]:
+    """Answer rows of the other models already in ``DIR/answers.csv``."""
+    import csv
+
+    path = out / "answers.csv"
+    if not path.exists():
+        return []
+    rows = []
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if row["model"] == model:
+                continue
+            rows.append({**row, "system": int(row["system"]), "step": int(row["step"]),
+                         **{c: float(row[c]) for c in ("r", "m1", "m2", "F_true", "F_pred")},
+                         "revealed": row["revealed"] == "True"})
+    return rows
+
+
+def _plot(out: Path, systems, rows: list[dict]) -> None:
+    from discovery.llm.plot import plot_forces
+
+    answers: dict[str, dict[int, dict[int, float]]] = {}
+    for row in rows:
+        answers.setdefault(row["model"], {}).setdefault(row["system"], {})[row["step"]] = row["F_pred"]
+    plot_forces(out / "forces.png", systems, answers)
+
+
+def summarise(results: list[dict]) -> dict:
+    """Per model: systems, parsed, failed requests, median r2_all and r2_heldout over parsed systems."""
+    import numpy as np
+
+    out = {}
+    for model in sorted({r["model"] for r in results}):
+        mine = [r for r in results if r["model"] == model]
+        def median(key, mine=mine):
+            v = [r[key] for r in mine if r.get(key) is not None]
+            return float(np.median(v)) if v else None
+        out[model] = {"systems": len(mine), "parsed": sum(bool(r["parsed"]) for r in mine),
+                      "failed_requests": sum(bool(r.get("error")) for r in mine),
+                      "median_r2_all": median("r2_all"), "median_r2_heldout": median("r2_heldout")}
+    return out
+
+
+def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_discovery: bool = True,
+          sr_seeds=SR_SEEDS, sr_points: int = SR_POINTS, figure: str | Path | None = None) -> dict:
+    """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON)."""
+    from discovery.llm.score import score_reference
+    from orbits.provenance import code_version, write_json_atomic
+
+    out = Path(out)
+    if out.suffix != ".json":
+        raise ValueError(f"--out must name a .json file, got {out}")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {out}: directory {out.parent} does not exist")
+    results, rows = score_reference(Path(prompts), Path(predictions))
+    law = {}
+    if run_discovery:
+        for model in sorted({r["model"] for r in results}):
+            mine = [row for row in rows if row["model"] == model]
+            law[model] = discover(mine, seeds=sr_seeds, points=sr_points) if mine else {
+                "status": "skipped", "reason": "no states (true_state_<i>.npy) for r, m1, m2"}
+    doc = {"results": results, "law": law, "summary": summarise(results),
+           "config": {"prompts": str(prompts), "predictions": str(predictions),
+                      "sr": {"seeds": list(sr_seeds), "points": int(sr_points)} if run_discovery else None},
+           "code_version": code_version()}
+    write_json_atomic(out, doc)
+    if figure:
+        answers: dict[str, dict[int, dict[int, float]]] = {}
+        for row in rows:
+            answers.setdefault(row["model"], {}).setdefault(row["system"], {})[row["step"]] = row["F_pred"]
+        from discovery.llm.plot import plot_forces
+
+        plot_forces(Path(figure), read_layout(Path(prompts)), answers)
+    return doc
