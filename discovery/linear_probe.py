@@ -1,0 +1,166 @@
+"""Linear probes of a frozen pretrained model: how well does each layer's hidden state at a planet token
+linearly encode the force and the orbit? (A cheaper window than fine-tuning; cf. Liu et al. 2026, who
+find |F| linearly decodable, R^2 > 0.998, from short-context models and Kepler elements from long ones.)
+
+For each layer l = 0 (embeddings) .. n_layer (last block; the residual stream before the final
+LayerNorm), the hidden state h_l (d_model) at the planet token of step t (alignment as
+:mod:`discovery.probe_data`) is regressed on each target by ridge regression: features standardised on
+the training rows, each target standardised, the penalty chosen per target from a log grid by efficient
+leave-one-out cross-validation (``sklearn.linear_model.RidgeCV``). Training rows come from the first
+sequences of the split, evaluation rows from the held-out sequences (the probe's split); the score is the
+held-out R^2.
+
+Targets (units): ``force_magnitude`` |F| and ``log_force_magnitude`` ln|F| (M_sun AU/yr^2), ``force_x``,
+``force_y``, ``inverse_r2`` 1/r^2 (AU^-2), ``r`` (AU), ``x``, ``y`` planet position (AU), ``a`` semi-major
+axis (AU) and ``e`` eccentricity of the planet's orbit about the star.
+
+Writes ``OUT/linear_probes.json``: ``layers``, ``r2`` {target: [R^2 per layer]}, ``alpha`` {target:
+[chosen penalty per layer]}, ``best`` {target: {layer, r2}}, row counts, settings and code version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from discovery import probe_data
+from models.evaluate import load_run
+from models.train import check_vocab
+from orbits.provenance import code_version, write_json_atomic
+
+LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "inverse_r2", "r", "x", "y",
+                  "a", "e")
+ALPHAS = tuple(10.0**k for k in range(-3, 6))
+
+
+@dataclass
+class LinearProbeConfig:
+    run: str
+    data: str
+    out: str
+    split: str = "train"
+    train_sequences: int | None = None
+    heldout_sequences: int | None = None
+    sequences: int = 2000
+    steps_per_sequence: int = 10
+    batch: int = 32
+    seed: int = 0
+
+    def validate(self) -> None:
+        for name in ("sequences", "steps_per_sequence", "batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+
+    def settings(self) -> dict:
+        s = asdict(self)
+        s.pop("out")
+        s["run"], s["data"] = str(Path(self.run).resolve()), str(Path(self.data).resolve())
+        s["kind"] = "linear"
+        return s
+
+
+def target_columns(rows: dict, split) -> dict[str, np.ndarray]:
+    """Each linear target (rows,) from the rows' physics and the split's orbital elements."""
+    seq, pl = rows["sequence"], rows["planet"]
+    return {"force_magnitude": rows["F_true"], "log_force_magnitude": np.log(rows["F_true"]),
+            "force_x": rows["Fx_true"], "force_y": rows["Fy_true"], "inverse_r2": 1.0 / rows["r"] ** 2,
+            "r": rows["r"], "x": rows["x"], "y": rows["y"], "a": np.asarray(split.a)[seq, pl],
+            "e": np.asarray(split.e)[seq, pl]}
+
+
+def sample_rows(rows: dict, per_sequence: int, seed: int) -> dict:
+    """At most ``per_sequence`` random rows of each sequence (seeded), in row order."""
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, 0x11EA7])))
+    seq = rows["sequence"]
+    key = rng.random(len(seq))
+    order = np.lexsort((key, seq))
+    starts = np.r_[0, np.flatnonzero(seq[order][1:] != seq[order][:-1]) + 1] if len(seq) else np.zeros(0, int)
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    keep = np.sort(order[rank < per_sequence])
+    return {k: v[keep] for k, v in rows.items()}
+
+
+@torch.no_grad()
+def hidden_features(model, tokens, rows: dict, context: int, batch: int, device) -> np.ndarray:
+    """(n_layer + 1, rows, d_model) float32 hidden states at each row's planet token."""
+    seqs = np.unique(rows["sequence"])
+    feats = None
+    for i in range(0, len(seqs), batch):
+        chunk = seqs[i:i + batch]
+        x = torch.from_numpy(np.asarray(tokens[chunk], dtype=np.int64)[:, :context]).to(device)
+        states = model.hidden_states(x)
+        sel = np.flatnonzero(np.isin(rows["sequence"], chunk))
+        b = torch.from_numpy(np.searchsorted(chunk, rows["sequence"][sel])).to(device)
+        p = torch.from_numpy(rows["token"][sel]).to(device)
+        if feats is None:
+            feats = np.empty((len(states), len(rows["sequence"]), states[0].shape[-1]), np.float32)
+        for layer, h in enumerate(states):
+            feats[layer, sel] = h[b, p].float().cpu().numpy()
+    return feats
+
+
+def ridge_r2(X_train: np.ndarray, Y_train: np.ndarray, X_test: np.ndarray, Y_test: np.ndarray,
+             alphas=ALPHAS) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out R^2 (targets,) and chosen penalties (targets,) of a ridge fit per target column."""
+    from sklearn.linear_model import RidgeCV
+    from sklearn.metrics import r2_score
+    from sklearn.preprocessing import StandardScaler
+
+    xs = StandardScaler().fit(X_train)
+    ys = StandardScaler().fit(Y_train)
+    model = RidgeCV(alphas=alphas, alpha_per_target=True).fit(xs.transform(X_train), ys.transform(Y_train))
+    pred = ys.inverse_transform(model.predict(xs.transform(X_test)).reshape(len(X_test), -1))
+    r2 = r2_score(Y_test, pred, multioutput="raw_values")
+    return np.asarray(r2, float), np.broadcast_to(np.asarray(model.alpha_, float), (Y_train.shape[1],))
+
+
+def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
+    """Probe every layer of ``cfg.run`` for every target; write OUT/linear_probes.json; return it."""
+    cfg.validate()
+    settings = cfg.settings()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model, run_config = load_run(cfg.run, device)
+    if model.config.regression:
+        raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")
+    split = probe_data.open_split(cfg.data, cfg.split)
+    check_vocab(model.config, split)
+    context = int(run_config["context"])
+    plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, 0, cfg.seed)
+    if plan.train_sequences < 1:
+        raise ValueError("linear probes need at least one training sequence")
+    train = np.arange(min(cfg.sequences, plan.train_sequences))
+    held = plan.train_sequences + np.arange(min(cfg.sequences, plan.heldout_sequences))
+    parts = {}
+    for name, seqs in (("train", train), ("heldout", held)):
+        rows = sample_rows(probe_data.planet_rows(split, seqs, context), cfg.steps_per_sequence, cfg.seed)
+        if len(rows["sequence"]) < 2:
+            raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")
+        targets = target_columns(rows, split)
+        parts[name] = (hidden_features(model, split.tokens, rows, context, cfg.batch, device),
+                       np.stack([targets[t] for t in LINEAR_TARGETS], 1))
+    (Xtr, Ytr), (Xte, Yte) = parts["train"], parts["heldout"]
+    from tqdm import tqdm
+
+    r2, alpha = [], []
+    for layer in tqdm(range(len(Xtr)), desc="linear probes", unit="layer", disable=not progress):
+        s, a = ridge_r2(Xtr[layer], Ytr, Xte[layer], Yte)
+        r2.append(s)
+        alpha.append(a)
+    r2, alpha = np.array(r2), np.array(alpha)
+    result = {"layers": list(range(len(r2))), "targets": list(LINEAR_TARGETS),
+              "r2": {t: [float(v) for v in r2[:, i]] for i, t in enumerate(LINEAR_TARGETS)},
+              "alpha": {t: [float(v) for v in alpha[:, i]] for i, t in enumerate(LINEAR_TARGETS)},
+              "best": {t: {"layer": int(np.argmax(r2[:, i])), "r2": float(np.max(r2[:, i]))}
+                       for i, t in enumerate(LINEAR_TARGETS)},
+              "rows": {"train": int(len(Ytr)), "heldout": int(len(Yte))},
+              "layer_meaning": "0 = embeddings, l = output of block l (before the final LayerNorm)",
+              "context": context, "settings": settings, "seed": cfg.seed, "code_version": code_version()}
+    out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "linear_probes.json", result)
+    return result

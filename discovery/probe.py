@@ -1,0 +1,315 @@
+"""The force probe (Vafa et al. 2025, §5 of the science notes): adapt a pretrained orbit GPT to predict
+the gravitational force on each planet from a few labels, then read its predictions on held-out steps.
+
+Protocol: load the pretrained run, drop its 2 x vocab token head, put a fresh linear head d_model -> 1
+(|F|) or -> 2 (F_x, F_y) on the final LayerNorm, and fine-tune the whole model with masked MSE on the
+labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip 1.0, constant lr;
+reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). Label alignment and the label
+split are described in :mod:`discovery.probe_data`.
+
+Target scaling (forces span many orders of magnitude). ``log`` (default): for |F| the head predicts
+z = (ln|F| - mu) / sigma, mu and sigma the mean and standard deviation of ln|F| over the labels; for the
+vector it predicts z = F/|F| * (ln|F| - L0) / sigma with L0 = min ln|F| - sigma over the labels, so the
+direction of z is the force's and its length ln|F| on an affine scale (predictions cannot fall below
+exp(L0)). ``linear``: z = F / s, s the root-mean-square labelled |F|. Either way the written
+``F_pred`` is decoded back to physical units, M_sun AU/yr^2.
+
+Batches: global batch ``step`` is a pure function of (seed, step) over the sequences holding a label
+(``models.train.batch_indices``), and dropout is off, so a probe killed at any point and run again with
+the same command resumes from ``PROBE/latest`` to the same result as an uninterrupted run. Checkpoints
+(``models.checkpoint``) are written every K steps and on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from discovery import probe_data
+from models import checkpoint
+from models.evaluate import load_run
+from models.gpt import GPT
+from models.train import TrainingStopped, batch_indices, check_vocab
+
+DEFAULT_LR = {"force-magnitude": 6e-4, "force-vector": 2e-4}
+
+
+@dataclass
+class ProbeConfig:
+    run: str
+    data: str
+    out: str
+    target: str = "force-magnitude"
+    split: str = "train"
+    steps: int = 10000
+    batch: int = 64
+    lr: float | None = None
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    train_sequences: int | None = None
+    heldout_sequences: int | None = None
+    labels_per_heldout: int = 2
+    labels_per_sequence: int | None = None
+    scaling: str = "log"
+    seed: int = 0
+    checkpoint_every: int = 500
+    eval_batch: int = 32
+    eval_train_sequences: int = 256
+    near_train: int = 5000
+
+    def validate(self) -> None:
+        if self.target not in probe_data.TARGETS:
+            raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
+        if self.scaling not in ("log", "linear"):
+            raise ValueError(f"unknown scaling {self.scaling!r}; choose log or linear")
+        for name in ("steps", "batch", "checkpoint_every", "eval_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.lr is not None and not self.lr > 0:
+            raise ValueError(f"--lr must be > 0, got {self.lr}")
+        if self.eval_train_sequences < 0 or self.near_train < 0:
+            raise ValueError("--eval-train-sequences and --near-train must be >= 0")
+
+    def settings(self) -> dict:
+        """Everything that decides the result (what a resume must keep)."""
+        s = asdict(self)
+        s.pop("checkpoint_every")
+        s.pop("out")
+        s["run"], s["data"] = str(Path(self.run).resolve()), str(Path(self.data).resolve())
+        s["lr"] = self.lr if self.lr is not None else DEFAULT_LR[self.target]
+        s["kind"] = "finetune"
+        return s
+
+
+# ----------------------------------------------------------------------------------------------------
+# Target scaling
+
+
+class ForceScaling:
+    """Invertible map between forces (M_sun AU/yr^2; (n,) magnitudes or (n, 2) vectors) and the
+    head's targets z ((n, 1) or (n, 2)); see the module docstring."""
+
+    def __init__(self, target: str, mode: str, **params):
+        self.target, self.mode, self.params = target, mode, {k: float(v) for k, v in params.items()}
+
+    @classmethod
+    def fit(cls, target: str, mode: str, forces: np.ndarray) -> ForceScaling:
+        mag = forces if target == "force-magnitude" else np.hypot(forces[:, 0], forces[:, 1])
+        if np.any(mag <= 0):
+            raise ValueError("a labelled force is zero; cannot scale")
+        if mode == "linear":
+            return cls(target, mode, scale=np.sqrt(np.mean(mag**2)))
+        log = np.log(mag)
+        sigma = float(np.std(log)) or 1.0
+        if target == "force-magnitude":
+            return cls(target, mode, mu=float(np.mean(log)), sigma=sigma)
+        return cls(target, mode, floor=float(np.min(log)) - sigma, sigma=sigma)
+
+    def encode(self, forces: np.ndarray) -> np.ndarray:
+        p = self.params
+        if self.mode == "linear":
+            z = forces / p["scale"]
+        elif self.target == "force-magnitude":
+            z = (np.log(forces) - p["mu"]) / p["sigma"]
+        else:
+            mag = np.hypot(forces[:, 0], forces[:, 1])[:, None]
+            z = forces / mag * (np.log(mag) - p["floor"]) / p["sigma"]
+        return z.reshape(len(forces), -1)
+
+    def decode(self, z: np.ndarray) -> np.ndarray:
+        p = self.params
+        z = np.asarray(z, np.float64)
+        if self.mode == "linear":
+            f = z * p["scale"]
+        elif self.target == "force-magnitude":
+            f = np.exp(z * p["sigma"] + p["mu"])
+        else:
+            length = np.linalg.norm(z, axis=1, keepdims=True)
+            unit = np.divide(z, length, out=np.zeros_like(z), where=length > 0)
+            f = unit * np.exp(length * p["sigma"] + p["floor"])
+        return f[:, 0] if self.target == "force-magnitude" else f
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "mode": self.mode, **self.params}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The model
+
+
+class ForceProbe(nn.Module):
+    """A pretrained GPT without its token head, plus a fresh linear head on the final LayerNorm.
+
+    forward(tokens (B, T, 2) int64) -> (B, T, out_dim) scaled force predictions at every position.
+    """
+
+    def __init__(self, gpt: GPT, out_dim: int):
+        super().__init__()
+        gpt.head = nn.Identity()  # the 2 x vocab logits are not used
+        self.gpt = gpt
+        self.head = nn.Linear(gpt.config.n_embd, out_dim)
+        nn.init.normal_(self.head.weight, mean=0.0, std=0.02)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.gpt.ln_f(self.gpt.hidden_states(tokens)[-1]))
+
+
+def masked_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the finite entries of ``target`` (NaN marks an unlabelled position)."""
+    keep = torch.isfinite(target)
+    return torch.mean((pred.float()[keep] - target[keep]) ** 2)
+
+
+def make_optimizer(model: nn.Module, cfg: ProbeConfig) -> torch.optim.AdamW:
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.settings()["lr"], betas=(0.9, 0.95))
+
+
+def dense_targets(rows: dict, z: np.ndarray, sequences: np.ndarray, context: int) -> np.ndarray:
+    """(len(sequences), context, dim) float32 targets by token position; NaN where not labelled.
+    ``z`` holds the scaled labels of the labelled rows (in row order)."""
+    lab = rows["labelled"]
+    where = np.searchsorted(sequences, rows["sequence"][lab])
+    out = np.full((len(sequences), context, z.shape[1]), np.nan, np.float32)
+    out[where, rows["token"][lab]] = z
+    return out
+
+
+@torch.no_grad()
+def predict(model: ForceProbe, tokens, sequences: np.ndarray, context: int, batch: int, device) -> np.ndarray:
+    """Scaled predictions (len(sequences), context, dim) float64 of ``model`` on those sequences."""
+    model.eval()
+    outs = []
+    for i in range(0, len(sequences), batch):
+        x = torch.from_numpy(np.asarray(tokens[sequences[i:i + batch]], dtype=np.int64)[:, :context]).to(device)
+        outs.append(model(x).float().cpu().numpy().astype(np.float64))
+    model.train()
+    return np.concatenate(outs) if outs else np.zeros((0, context, 1))
+
+
+# ----------------------------------------------------------------------------------------------------
+# The run
+
+
+def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
+    """Fine-tune (or resume) a force probe and write PROBE/predictions.csv and metrics.json.
+
+    Raises ValueError for bad input before anything is written, TrainingStopped on a signal or a
+    non-finite loss (the last checkpoint is kept).
+    """
+    cfg.validate()
+    settings = cfg.settings()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    gpt, run_config = load_run(cfg.run, "cpu")
+    if gpt.config.regression:
+        raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")
+    split = probe_data.open_split(cfg.data, cfg.split)
+    check_vocab(gpt.config, split)
+    context = int(run_config["context"])
+    if context > split.tokens.shape[1]:
+        raise ValueError(f"the run's context ({context} tokens) is longer than the dataset's sequences")
+    plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
+                                   cfg.seed, cfg.labels_per_sequence)
+    rows = probe_data.build_rows(split, plan, context)
+    settings["plan"] = asdict(plan)
+    settings["context"] = context
+    lab = rows["labelled"]
+    scaling = ForceScaling.fit(cfg.target, cfg.scaling, probe_data.true_forces(rows, cfg.target)[lab])
+    z = scaling.encode(probe_data.true_forces(rows, cfg.target)[lab]).astype(np.float32)
+    labelled_seqs = np.unique(rows["sequence"][lab])
+    targets = dense_targets(rows, z, labelled_seqs, context)
+
+    out = Path(cfg.out)
+    ckpt = checkpoint.latest(out) if out.is_dir() else None
+    torch.manual_seed(cfg.seed)
+    model = ForceProbe(gpt, z.shape[1])
+    step = 0
+    if ckpt is not None:
+        _, state = checkpoint.load(ckpt, model)
+        if state.get("settings") != settings:
+            raise ValueError(f"{out} holds a probe checkpoint with different settings; choose another --out "
+                             "or use the same settings to resume it")
+    probe_data.check_out(out, settings)
+    model.to(device)
+    optimizer = make_optimizer(model, cfg)
+    if ckpt is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        step = int(state["step"])
+
+    def save(at):
+        checkpoint.save(out, at, model, {"optimizer": optimizer.state_dict(), "step": at, "settings": settings,
+                                         "scaling": scaling.to_dict(), "loss": loss_value})
+
+    stop = {"signal": None}
+
+    def on_signal(signum, frame):
+        stop["signal"] = signum
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.steps, initial=step, unit="step", disable=not progress, desc=f"probe {cfg.target}")
+    last_saved = step
+    loss_value = float(state.get("loss", math.nan)) if ckpt is not None else math.nan
+    try:
+        model.train()
+        while step < cfg.steps:
+            idx = batch_indices(cfg.seed, step, cfg.batch, len(labelled_seqs))
+            x = torch.from_numpy(np.asarray(split.tokens[labelled_seqs[idx]], dtype=np.int64)[:, :context])
+            y = torch.from_numpy(targets[idx])
+            loss = masked_mse(model(x.to(device)), y.to(device))
+            loss_value = loss.item()
+            if not math.isfinite(loss_value):
+                raise TrainingStopped(f"probe loss became {loss_value} at step {step + 1}; the last checkpoint "
+                                      f"(step {last_saved}) is kept in {out}", 3)
+            loss.backward()
+            if cfg.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_value:.4f}")
+            if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                save(step)
+                last_saved = step
+            if stop["signal"] is not None:
+                if last_saved != step:
+                    save(step)
+                name = signal.Signals(stop["signal"]).name
+                raise TrainingStopped(f"stopped by {name} at step {step}; checkpoint saved in {out}; run the same "
+                                      "command again to resume", 128 + stop["signal"])
+    finally:
+        bar.close()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    # Predict on the held-out sequences and on a sample of training sequences (for the fit metrics).
+    held_seqs = np.unique(rows["sequence"][rows["heldout"]])
+    train_seqs = np.unique(rows["sequence"][~rows["heldout"]])[:cfg.eval_train_sequences]
+    seqs = np.concatenate([train_seqs, held_seqs])
+    scaled = predict(model, split.tokens, seqs, context, cfg.eval_batch, device)
+    dim = z.shape[1]
+    pred = np.full((len(rows["sequence"]), dim), np.nan)
+    have = np.isin(rows["sequence"], seqs)
+    zrows = scaled[np.searchsorted(seqs, rows["sequence"][have]), rows["token"][have]]  # seqs is sorted
+    pred[have] = scaling.decode(zrows).reshape(int(have.sum()), dim)
+    pred = pred[:, 0] if cfg.target == "force-magnitude" else pred
+    extra = {"run": {"path": str(Path(cfg.run).resolve()), "model": run_config["model"],
+                     "code_version": run_config.get("code_version")},
+             "scaling": scaling.to_dict(), "steps": step,
+             "final_loss": loss_value if math.isfinite(loss_value) else None,
+             "alignment": "hidden state at the planet token of step t (position 1 + t (N + 1) + j) predicts the "
+                          "force on planet j at step t"}
+    return probe_data.write_result(out, split, rows, pred, cfg.target, "finetune", settings, extra,
+                                   near_k=cfg.near_train)
+

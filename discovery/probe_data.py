@@ -1,0 +1,341 @@
+"""What every force probe shares: planet steps of a dataset, their physical state, which steps are
+labelled, and the written result (``predictions.csv``, ``metrics.json``).
+
+Alignment. A sequence is ``[time-step token]`` then, per step t, planets 1..N then the star
+(``orbits.generate.token_order``), so planet j (0-based) of step t sits at token position
+``p = 1 + t (N + 1) + j``. The hidden state at position p (the model input is ``tokens[:, :context]``)
+predicts the force on planet j at step t. At p the model has read every body up to step t - 1 and the
+planets up to j at step t (the star's step-t token comes later: attention is causal). This is the
+reference alignment (labels at the odd positions of a two-body stream, no shift). Only steps whose planet
+token lies inside the context are rows.
+
+Units: AU, yr, M_sun; forces in M_sun AU / yr^2 (G = 4 pi^2).
+
+Labels (the reference protocol): the first ``train_sequences`` sequences of the split are labelled at
+every planet step; the next ``heldout_sequences`` are held out, each with ``labels_per_heldout`` planet
+steps revealed at random (seeded). Metrics are on the held-out steps that are not revealed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import orbits
+from orbits.provenance import code_version, write_json_atomic
+
+STATE_COLUMNS = ("rx", "ry", "vx", "vy", "m1", "m2")
+"""The true state of a planet step: position and velocity relative to the star (AU, AU/yr), masses."""
+
+CSV_COLUMNS = ("sequence", "planet", "step", "t", "x", "y", "rx", "ry", "vx", "vy", "r", "m1", "m2",
+               "F_true", "F_pred", "labelled", "near_train")
+VECTOR_COLUMNS = ("Fx_true", "Fy_true", "Fx_pred", "Fy_pred")
+TARGETS = ("force-magnitude", "force-vector")
+
+
+@dataclass
+class LabelPlan:
+    """Which sequences are trained on and held out, and how many held-out steps are revealed."""
+
+    train_sequences: int
+    heldout_sequences: int
+    labels_per_heldout: int = 2
+    seed: int = 0
+
+    def validate(self, n: int) -> None:
+        if self.train_sequences < 0 or self.heldout_sequences < 1:
+            raise ValueError(f"need train sequences >= 0 and held-out sequences >= 1, got "
+                             f"{self.train_sequences} and {self.heldout_sequences}")
+        if self.train_sequences + self.heldout_sequences > n:
+            raise ValueError(f"{self.train_sequences} train + {self.heldout_sequences} held-out sequences "
+                             f"exceed the {n} sequences of the split")
+        if self.labels_per_heldout < 0:
+            raise ValueError(f"labels per held-out sequence must be >= 0, got {self.labels_per_heldout}")
+        if self.train_sequences == 0 and self.labels_per_heldout == 0:
+            raise ValueError("no labels: give training sequences or labels per held-out sequence")
+
+
+def default_plan(n: int, train: int | None, heldout: int | None, labels_per_heldout: int, seed: int,
+                 labels_per_sequence: int | None = None) -> LabelPlan:
+    """The reference split (first 90% of the split trained on, the rest held out) unless told otherwise.
+    ``labels_per_sequence`` L holds out every sequence with L labels each (the Solar System protocol)."""
+    if labels_per_sequence is not None:
+        if train is not None or heldout is not None:
+            raise ValueError("--labels-per-sequence holds out every sequence; do not combine it with "
+                             "--train-sequences or --heldout-sequences")
+        if labels_per_sequence < 1:
+            raise ValueError(f"--labels-per-sequence must be >= 1, got {labels_per_sequence}")
+        plan = LabelPlan(0, n, labels_per_sequence, seed)
+    else:
+        train = int(0.9 * n) if train is None else train
+        heldout = n - train if heldout is None else heldout
+        plan = LabelPlan(train, heldout, labels_per_heldout, seed)
+    plan.validate(n)
+    return plan
+
+
+def require_forces(split, data) -> None:
+    if split.forces is None or split.positions is None or split.velocities is None:
+        raise ValueError(f"dataset {data} (preset {split.manifest['preset']}) stores no forces; probe a "
+                         "two-body, solar-system or nbody dataset")
+
+
+def open_split(data, split: str):
+    dataset = orbits.load_dataset(data)
+    if split not in dataset:
+        raise ValueError(f"dataset {data} has no split {split!r}; it has {', '.join(dataset)}")
+    out = dataset[split]
+    require_forces(out, data)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Rows: one per (sequence, planet, step) inside the context
+
+
+def token_position(n_planets, step, planet):
+    """Token index of planet ``planet`` (0-based) at step ``step`` in a sequence of ``n_planets``."""
+    return 1 + np.asarray(step) * (np.asarray(n_planets) + 1) + np.asarray(planet)
+
+
+def planet_rows(split, sequences: np.ndarray, context: int) -> dict[str, np.ndarray]:
+    """Columns (each (rows,)) of every planet step of ``sequences`` whose token lies in ``context``.
+
+    sequence, planet, step, token (int); t (yr); x, y planet position (AU); rx, ry planet minus star
+    (AU); vx, vy planet minus star velocity (AU/yr); r (AU); m1 planet, m2 star (M_sun); Fx_true, Fy_true,
+    F_true: net force on the planet from the dataset (M_sun AU/yr^2). Sorted by sequence, planet, step.
+    """
+    sequences = np.asarray(sequences, np.int64)
+    n_planets = np.asarray(split.n_planets[sequences], np.int64) if len(sequences) else np.zeros(0, np.int64)
+    S = split.positions.shape[1]
+    seq_l, pl_l, st_l = [], [], []
+    for N in np.unique(n_planets):
+        seqs = sequences[n_planets == N]
+        steps = np.arange(S)
+        planets = np.arange(N)
+        pos = token_position(N, steps[None, :], planets[:, None])  # (N, S)
+        pl, st = np.nonzero(pos < context)
+        seq_l.append(np.repeat(seqs, len(pl)))
+        pl_l.append(np.tile(pl, len(seqs)))
+        st_l.append(np.tile(st, len(seqs)))
+    if not seq_l:
+        seq_l, pl_l, st_l = [np.zeros(0, np.int64)] * 3
+    seq, pl, st = (np.concatenate(a).astype(np.int64) for a in (seq_l, pl_l, st_l))
+    order = np.lexsort((st, pl, seq))
+    seq, pl, st = seq[order], pl[order], st[order]
+    star = split.positions.shape[2] - 1
+    p = _gather(split.positions, seq, st, pl)
+    ps = _gather(split.positions, seq, st, np.full_like(pl, star))
+    v = _gather(split.velocities, seq, st, pl)
+    vs = _gather(split.velocities, seq, st, np.full_like(pl, star))
+    f = _gather(split.forces, seq, st, pl)
+    masses = np.asarray(split.masses)
+    rows = {"sequence": seq, "planet": pl, "step": st, "token": token_position(split.n_planets[seq], st, pl),
+            "t": np.asarray(split.times)[seq, st], "x": p[:, 0], "y": p[:, 1],
+            "rx": p[:, 0] - ps[:, 0], "ry": p[:, 1] - ps[:, 1], "vx": v[:, 0] - vs[:, 0], "vy": v[:, 1] - vs[:, 1],
+            "m1": masses[seq, pl], "m2": masses[seq, -1], "Fx_true": f[:, 0], "Fy_true": f[:, 1]}
+    rows["r"] = np.hypot(rows["rx"], rows["ry"])
+    rows["F_true"] = np.hypot(f[:, 0], f[:, 1])
+    keep = np.isfinite(rows["r"]) & np.isfinite(rows["F_true"])  # integrations can stop early (nbody)
+    return {k: v[keep] for k, v in rows.items()}
+
+
+def _gather(arr, seq, step, body) -> np.ndarray:
+    """arr[seq, step, body] (rows, 2) from a memory-mapped (n, S, B, 2) array, one sequence block at a
+    time so only the needed sequences are read."""
+    out = np.empty((len(seq), 2))
+    if not len(seq):
+        return out
+    starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
+    ends = np.r_[starts[1:], len(seq)]
+    block = 256
+    i = 0
+    while i < len(starts):
+        j = min(i + block, len(starts))
+        lo, hi = starts[i], ends[j - 1]
+        s0, s1 = seq[lo], seq[hi - 1]
+        chunk = np.asarray(arr[s0:s1 + 1])
+        out[lo:hi] = chunk[seq[lo:hi] - s0, step[lo:hi], body[lo:hi]]
+        i = j
+    return out
+
+
+def assign_labels(rows: dict, plan: LabelPlan) -> dict:
+    """Add ``heldout`` and ``labelled`` (bool) columns: training sequences fully labelled, held-out ones
+    with ``labels_per_heldout`` steps drawn at random (seeded by ``plan.seed``)."""
+    seq = rows["sequence"]
+    heldout = seq >= plan.train_sequences
+    labelled = ~heldout
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([plan.seed, 0x1ABE1])))
+    idx = np.flatnonzero(heldout)
+    key = rng.random(len(idx))
+    order = idx[np.lexsort((key, seq[idx]))]
+    starts = np.r_[0, np.flatnonzero(seq[order][1:] != seq[order][:-1]) + 1]
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    labelled[order[rank < plan.labels_per_heldout]] = True
+    return {**rows, "heldout": heldout, "labelled": labelled}
+
+
+def build_rows(split, plan: LabelPlan, context: int) -> dict:
+    """Rows of the training and held-out sequences, with labels assigned; ValueError if none."""
+    seqs = np.arange(plan.train_sequences + plan.heldout_sequences)
+    rows = assign_labels(planet_rows(split, seqs, context), plan)
+    if not rows["labelled"].any():
+        raise ValueError(f"no labelled planet step lies inside the context of {context} tokens")
+    if not (rows["heldout"] & ~rows["labelled"]).any():
+        raise ValueError("no held-out planet step is left unlabelled to predict; lower --labels-per-heldout")
+    return rows
+
+
+def states(rows: dict, mask=slice(None)) -> np.ndarray:
+    """The true state (rows, 6): rx, ry, vx, vy (AU, AU/yr), m1, m2 (M_sun)."""
+    return np.stack([rows[c][mask] for c in STATE_COLUMNS], axis=1)
+
+
+def true_forces(rows: dict, target: str) -> np.ndarray:
+    """(rows,) |F| for force-magnitude, (rows, 2) F for force-vector; M_sun AU/yr^2."""
+    return rows["F_true"] if target == "force-magnitude" else np.stack([rows["Fx_true"], rows["Fy_true"]], 1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The held-out steps the symbolic regression keeps
+
+
+def nearest_to_training(test_states: np.ndarray, train_states: np.ndarray, k: int = 5000) -> np.ndarray:
+    """Boolean mask (n_test,) of the ``k`` test states nearest to any training state.
+
+    States are (n, 6) as :func:`states` (rx, ry, vx, vy, m1, m2), compared by plain Euclidean distance
+    without scaling, as the reference code does (``top_k_closest_pairs_2d``: 1-nearest-neighbour distance
+    of each test state to the training states, then the k smallest). Ties are broken by row order.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    test_states, train_states = np.asarray(test_states, float), np.asarray(train_states, float)
+    mask = np.zeros(len(test_states), bool)
+    if len(test_states) == 0 or len(train_states) == 0 or k <= 0:
+        return mask
+    dist, _ = NearestNeighbors(n_neighbors=1).fit(train_states).kneighbors(test_states)
+    mask[np.argsort(dist.ravel(), kind="stable")[:k]] = True
+    return mask
+
+
+# ----------------------------------------------------------------------------------------------------
+# Metrics and the written result
+
+
+def regression_metrics(true: np.ndarray, pred: np.ndarray) -> dict:
+    """R^2, MAE (M_sun AU/yr^2) and R^2 of log|F| for magnitudes (n,); for vectors (n, 2) the same on
+    the magnitudes plus ``r2_vector`` (pooled over x and y) and ``mae_vector``."""
+    true, pred = np.asarray(true, float), np.asarray(pred, float)
+    if len(true) == 0:
+        return {"n": 0}
+    out = {"n": int(len(true))}
+    if true.ndim == 2:
+        out["r2_vector"] = _r2(true.ravel(), pred.ravel(), center=True)
+        out["mae_vector"] = float(np.mean(np.abs(true - pred)))
+        true, pred = np.hypot(*true.T), np.hypot(*pred.T)
+    out["r2"] = _r2(true, pred)
+    out["mae"] = float(np.mean(np.abs(true - pred)))
+    pos = (true > 0) & (pred > 0)
+    out["r2_log"] = _r2(np.log(true[pos]), np.log(pred[pos])) if pos.sum() > 1 else None
+    return out
+
+
+def _r2(true, pred, center=True) -> float | None:
+    ss_tot = np.sum((true - true.mean()) ** 2) if center else np.sum(true**2)
+    if len(true) < 2 or ss_tot == 0:
+        return None
+    return float(1 - np.sum((true - pred) ** 2) / ss_tot)
+
+
+def check_out(out: Path, settings: dict) -> None:
+    """Refuse an ``out`` that is a file or holds a result of different settings (creates nothing)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a directory")
+    metrics = out / "metrics.json"
+    if metrics.exists():
+        import json
+
+        try:
+            old = json.loads(metrics.read_text()).get("settings")
+        except ValueError:
+            old = None
+        if old is not None and old != settings:
+            raise ValueError(f"{out} holds a probe result with different settings; choose another --out")
+
+
+def write_csv_atomic(path: Path, columns: dict[str, np.ndarray]) -> None:
+    """A CSV with a header, floats written with 17 significant digits (exact round trip), bools as
+    True/False; written to a temporary file, fsynced and renamed."""
+    texts = []
+    for values in columns.values():
+        values = np.asarray(values)
+        if values.dtype == bool:
+            texts.append(np.where(values, "True", "False"))
+        elif np.issubdtype(values.dtype, np.integer):
+            texts.append(values.astype(str))
+        else:
+            texts.append(np.char.mod("%.17g", values.astype(float)))
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(",".join(columns) + "\n")
+        for i in range(0, len(texts[0]) if texts else 0, 65536):
+            f.write("".join(",".join(r) + "\n" for r in zip(*(t[i:i + 65536] for t in texts), strict=True)))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, kind: str, settings: dict,
+                 extra: dict | None = None, near_k: int = 5000) -> dict:
+    """Write ``out/predictions.csv`` (the held-out rows), ``out/metrics.json`` and, for force vectors on
+    the solar-system preset, ``out/force_arrows.png``. ``pred`` is (rows,) or (rows, 2) in M_sun AU/yr^2,
+    NaN where a row was not predicted. Returns the metrics dict."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    true = true_forces(rows, target)
+    predicted = np.all(np.isfinite(pred.reshape(len(pred), -1)), axis=1)
+    held, lab = rows["heldout"], rows["labelled"]
+    test = held & ~lab
+    train_ref = lab & ~held if (lab & ~held).any() else lab
+    near = nearest_to_training(states(rows, test), states(rows, train_ref), near_k)
+    near_col = np.zeros(len(held), bool)
+    near_col[np.flatnonzero(test)] = near
+
+    def score(mask):
+        mask = mask & predicted
+        return regression_metrics(true[mask], pred[mask])
+
+    metrics = {"heldout_unlabelled": score(test), "heldout_all": score(held), "heldout_near_train": score(near_col),
+               "train_labelled": score(lab & ~held)}
+    cols = {c: rows[c] for c in CSV_COLUMNS if c in rows}
+    if target == "force-vector":
+        cols["F_pred"] = np.hypot(pred[:, 0], pred[:, 1])
+        cols.update(Fx_true=rows["Fx_true"], Fy_true=rows["Fy_true"], Fx_pred=pred[:, 0], Fy_pred=pred[:, 1])
+    else:
+        cols["F_pred"] = pred
+    cols["near_train"] = near_col
+    cols = {k: np.asarray(v)[held] for k, v in cols.items()}
+    cols = {k: cols[k] for k in (*CSV_COLUMNS, *(VECTOR_COLUMNS if target == "force-vector" else ()))}
+    write_csv_atomic(out / "predictions.csv", cols)
+    result = {"kind": kind, "target": target, "units": {"force": "M_sun AU/yr^2", "length": "AU", "G": orbits.G},
+              "metrics": metrics, "settings": settings, "seed": settings.get("seed"),
+              "counts": {"rows": int(len(held)), "labelled": int(lab.sum()), "heldout_rows": int(held.sum()),
+                         "heldout_unlabelled": int(test.sum()), "near_train": int(near_col.sum())},
+              "dataset": {"path": str(Path(settings["data"]).resolve()), "preset": split.manifest["preset"],
+                          "config_hash": split.manifest["config_hash"], "split": settings["split"]},
+              "code_version": code_version(), **(extra or {})}
+    if target == "force-vector" and split.manifest["preset"] == "solar-system":
+        from discovery.forces_plot import plot_force_arrows
+
+        params = split.manifest["params"]
+        names = None if params.get("together") else {
+            int(q): params["planets"][int(q) % len(params["planets"])][0] for q in np.unique(cols["sequence"])}
+        plot_force_arrows(cols, out / "force_arrows.png", title=kind, names=names)
+        result["figure"] = "force_arrows.png"
+    write_json_atomic(out / "metrics.json", result)
+    return result

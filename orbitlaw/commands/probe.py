@@ -1,0 +1,99 @@
+"""``orbitlaw probe``: force probes of a pretrained run (fine-tuned head, or linear probes per layer) and
+the oracle baselines (kNN on the true state, Newton's law), all writing the same result layout."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "probe", help="probe a pretrained run (or an oracle) for the gravitational force",
+        description="Fine-tune a pretrained run with a fresh linear force head on a few labels and predict the "
+        "force on held-out planet steps (PROBE/predictions.csv, PROBE/metrics.json; PROBE/force_arrows.png for "
+        "force vectors on solar-system data). --oracle knn|true-law gives the baselines through the same path "
+        "(no --run); --linear writes per-layer ridge probes of the frozen run (PROBE/linear_probes.json). A "
+        "killed fine-tune resumes from its checkpoint when the same command is run again.")
+    p.add_argument("--run", metavar="RUN", help="pretrained run directory (orbitlaw train)")
+    p.add_argument("--data", required=True, metavar="DIR", help="dataset with forces (two-body, solar-system, nbody)")
+    p.add_argument("--target", choices=("force-magnitude", "force-vector"), default="force-magnitude")
+    p.add_argument("--out", required=True, metavar="PROBE", help="output directory")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--oracle", choices=("knn", "true-law"), help="a baseline instead of a run")
+    mode.add_argument("--linear", action="store_true", help="linear probes of every layer of the frozen run")
+    p.add_argument("--split", default="train", help="dataset split (default train)")
+    p.add_argument("--steps", type=int, default=10000, help="fine-tuning steps (reference 10000)")
+    p.add_argument("--batch", type=int, default=64, help="sequences per step (reference 64)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default 6e-4 magnitude, 2e-4 vector)")
+    p.add_argument("--scaling", choices=("log", "linear"), default="log",
+                   help="target scaling of the force head (default log; see discovery.probe)")
+    p.add_argument("--train-sequences", type=int, default=None,
+                   help="first N sequences, labelled at every planet step (default 90%% of the split)")
+    p.add_argument("--heldout-sequences", type=int, default=None, help="the next M sequences (default: the rest)")
+    p.add_argument("--labels-per-heldout", type=int, default=2, help="revealed steps per held-out sequence")
+    p.add_argument("--labels-per-sequence", type=int, default=None, metavar="L",
+                   help="hold out every sequence with L revealed steps (Solar System protocol: 10)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint-every", type=int, default=500, metavar="K")
+    p.add_argument("--eval-batch", type=int, default=32, help="sequences per prediction batch")
+    p.add_argument("--eval-train-sequences", type=int, default=256,
+                   help="training sequences also predicted, for the fit metrics")
+    p.add_argument("--near-train", type=int, default=5000, metavar="K",
+                   help="held-out steps marked near_train (nearest to training states; reference 5000)")
+    p.add_argument("--context", type=int, default=None, help="oracles: tokens per sequence (default: all)")
+    p.add_argument("--neighbors", type=int, default=2, help="kNN oracle: neighbours (reference 2)")
+    p.add_argument("--sequences", type=int, default=2000,
+                   help="linear probes: at most this many training and held-out sequences")
+    p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.oracle:
+        if args.run:
+            raise ValueError("--oracle needs no --run (it uses the true state, not a model)")
+        from discovery.oracle import OracleConfig, run_oracle
+
+        result = run_oracle(OracleConfig(
+            oracle=args.oracle, data=args.data, out=args.out, target=args.target, split=args.split,
+            context=args.context, train_sequences=args.train_sequences, heldout_sequences=args.heldout_sequences,
+            labels_per_heldout=args.labels_per_heldout, labels_per_sequence=args.labels_per_sequence,
+            neighbors=args.neighbors, seed=args.seed, near_train=args.near_train))
+        return _report(result)
+    if not args.run:
+        raise ValueError("--run RUN is required (or choose --oracle knn|true-law)")
+    if args.context is not None:
+        raise ValueError("--context is for oracles; a run's probe uses the run's context")
+    if args.linear:
+        from discovery.linear_probe import LinearProbeConfig, linear_probes
+
+        result = linear_probes(LinearProbeConfig(
+            run=args.run, data=args.data, out=args.out, split=args.split, train_sequences=args.train_sequences,
+            heldout_sequences=args.heldout_sequences, sequences=args.sequences,
+            steps_per_sequence=args.steps_per_sequence, batch=args.eval_batch, seed=args.seed),
+            progress=not args.quiet)
+        print(json.dumps(result["best"]))
+        return 0
+    from discovery.probe import ProbeConfig, finetune
+    from models.train import TrainingStopped
+
+    cfg = ProbeConfig(run=args.run, data=args.data, out=args.out, target=args.target, split=args.split,
+                      steps=args.steps, batch=args.batch, lr=args.lr, train_sequences=args.train_sequences,
+                      heldout_sequences=args.heldout_sequences, labels_per_heldout=args.labels_per_heldout,
+                      labels_per_sequence=args.labels_per_sequence, scaling=args.scaling, seed=args.seed,
+                      checkpoint_every=args.checkpoint_every, eval_batch=args.eval_batch,
+                      eval_train_sequences=args.eval_train_sequences, near_train=args.near_train)
+    try:
+        result = finetune(cfg, progress=not args.quiet)
+    except TrainingStopped as exc:
+        print(f"orbitlaw probe: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return _report(result)
+
+
+def _report(result: dict) -> int:
+    m = result["metrics"]["heldout_unlabelled"]
+    print(json.dumps({"kind": result["kind"], "target": result["target"], "heldout_unlabelled": m}))
+    return 0
