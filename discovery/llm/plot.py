@@ -14,7 +14,8 @@ def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, 
                 max_panels: int = 30) -> Path:
     """One panel per system (the first ``max_panels``): true |F| (M_sun AU / yr^2) against the time step,
     each model's answers as points, revealed steps marked. ``answers``: model -> system -> step -> |F|.
-    Log scale; non-positive answers cannot be drawn on it and are left out. Written atomically."""
+    The y range is the truth's range widened by its spread (answers far outside it are counted in the
+    panel title as off-scale and drawn on its edge, so they cannot flatten the truth). Written atomically."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,13 +30,18 @@ def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, 
         steps = np.arange(len(s.force))
         ax.plot(steps, s.force, color="black", lw=1.5, label="true |F|")
         ax.plot(s.revealed, s.force[s.revealed], "x", color="black", ms=6, label="revealed")
+        lo, hi = float(np.min(s.force)), float(np.max(s.force))
+        pad = max(hi - lo, 0.02 * abs(hi)) * 0.6
+        lo, hi = lo - pad, hi + pad
+        off = 0
         for c, (model, per_system) in enumerate(sorted(answers.items())):
             values = per_system.get(s.index, {})
-            k = np.array([k for k, v in sorted(values.items()) if 0 <= k < len(s.force) and v > 0])
-            if len(k):
-                ax.plot(k, [values[int(i)] for i in k], ".", ms=2.5, color=colours[c % len(colours)], label=model)
-        ax.set_yscale("log")
-        ax.set_title(f"system {s.index}", fontsize=9)
+            k = np.array([k for k in sorted(values) if 0 <= k < len(s.force)], dtype=int)
+            v = np.array([values[int(i)] for i in k], dtype=float)
+            off += int(np.sum((v < lo) | (v > hi)))
+            ax.plot(k, np.clip(v, lo, hi), ".", ms=2.5, color=colours[c % len(colours)], label=model)
+        ax.set_ylim(lo, hi)
+        ax.set_title(f"system {s.index}" + (f" ({off} answers off-scale)" if off else ""), fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")

@@ -192,7 +192,8 @@ class ChatClient:
             text = (choice.message.content if choice else None) or ""
             return Completion(text, getattr(choice, "finish_reason", None), _jsonable(r.usage), r.model)
         if self.provider == "anthropic":
-            extra = {} if s.temperature is None else {"temperature": s.temperature}
+            # temperature through extra_body: recent SDKs no longer list it as an argument
+            extra = {} if s.temperature is None else {"extra_body": {"temperature": s.temperature}}
             r = self._client.messages.create(model=self.model, messages=messages,
                                              max_tokens=s.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS, **extra)
             text = "".join(getattr(b, "text", "") for b in r.content if getattr(b, "type", "") == "text")
@@ -227,8 +228,8 @@ class ChatClient:
             for attempt in retrying:
                 with attempt:
                     completion = self._once(prompt)
-                completion.attempts = attempt.retry_state.attempt_number
-            return completion
+                    completion.attempts = attempt.retry_state.attempt_number
+                    return completion
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one recorded line
             n = retrying.statistics.get("attempt_number", 1)
             message = " ".join(str(exc).split())[:300]

@@ -29,23 +29,29 @@ from discovery.llm.providers import ChatClient, Settings
 from discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
 from discovery.llm.systems import generate_systems, read_layout, write_layout
 
-SR_SEEDS = (0, 1, 2, 3, 4)
+SR_SEEDS = 5
 SR_POINTS = 1000
+SR_RESTARTS = 3
 
 
-def discover(rows: list[dict], seeds=SR_SEEDS, points: int = SR_POINTS) -> dict:
-    """Symbolic regression of F_pred on (r, m1, m2) over answer rows: the LAW dict of
-    :func:`discovery.symbolic.discover_law` (keys ``expression``, ``newtonian``, ...), or a dict with
-    ``status`` and ``reason`` when it cannot run."""
-    if len(rows) < 10:
-        return {"status": "skipped", "reason": f"only {len(rows)} answered steps"}
+def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, restarts: int = SR_RESTARTS,
+             resume_dir: Path | None = None, settings=None) -> dict:
+    """Symbolic regression of F_pred on (r, m1, m2) over answer rows, through
+    :func:`discovery.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
+    ``restarts``): its LAW dict (``expression``, ``newtonian``, ``power_law``, ``per_seed``, ``pareto``,
+    ...), or ``{"status": "failed"|"unavailable", "reason": ...}`` when it cannot run (too few answers, a
+    constant answer, no SR package). ``settings``: a :class:`discovery.backends.SearchSettings` (None:
+    the defaults)."""
     try:
         from discovery.symbolic import discover_law
     except ImportError as exc:
         return {"status": "unavailable", "reason": f"symbolic regression not available: {exc}"}
-    table = answers_table(rows)
-    return discover_law(table, target="F_pred", features=("r", "m1", "m2"), seeds=tuple(seeds), points=int(points),
-                        backend="operon")
+    try:
+        return discover_law(answers_table(rows), target="F_pred", features=("r", "m1", "m2"), seeds=int(seeds),
+                            points=int(points), restarts=int(restarts), backend="operon", resume_dir=resume_dir,
+                            settings=settings)
+    except ValueError as exc:  # e.g. a constant answer: there is no law to find
+        return {"status": "failed", "reason": str(exc)}
 
 
 def _results_path(out: Path) -> Path:
@@ -106,7 +112,8 @@ def _request_all(client: ChatClient, cache: ResponseCache, todo: list[tuple[int,
 def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0, base_url: str | None = None,
         reference_prompt: bool = False, settings: Settings | None = None, concurrency: int = 4,
         timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0, run_discovery: bool = True,
-        sr_seeds=SR_SEEDS, sr_points: int = SR_POINTS, progress: bool = True) -> dict:
+        sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS,
+        sr_restarts: int = SR_RESTARTS, sr_settings=None, progress: bool = True) -> dict:
     """Run one model on ``systems`` two-body systems into ``out`` (see the module docstring).
 
     Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
@@ -168,11 +175,13 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     write_answers_csv(out / "answers.csv", all_rows)
     law = dict(previous.get("law", {}))
     if run_discovery:
-        law[model] = discover(rows, seeds=sr_seeds, points=sr_points)
+        law[model] = discover(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
+                              resume_dir=out / "sr" / slug, settings=sr_settings)
     runs = dict(previous.get("config", {}).get("runs", {}))
     runs[model] = {"provider": provider, "base_url": base_url, "settings": settings.as_dict(),
                    "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
-                   "sr": {"seeds": list(sr_seeds), "points": int(sr_points)} if run_discovery else None}
+                   "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
+                   if run_discovery else None}
     doc = {"results": all_results, "law": law, "config": {**config, "runs": runs}, "code_version": code_version(),
            "summary": summarise(all_results)}
     write_json_atomic(_results_path(out), doc)
@@ -224,7 +233,8 @@ def summarise(results: list[dict]) -> dict:
 
 
 def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_discovery: bool = True,
-          sr_seeds=SR_SEEDS, sr_points: int = SR_POINTS, figure: str | Path | None = None) -> dict:
+          sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS, sr_restarts: int = SR_RESTARTS,
+          sr_settings=None, figure: str | Path | None = None) -> dict:
     """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON)."""
     from discovery.llm.score import score_reference
     from orbits.provenance import code_version, write_json_atomic
@@ -239,11 +249,13 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
     if run_discovery:
         for model in sorted({r["model"] for r in results}):
             mine = [row for row in rows if row["model"] == model]
-            law[model] = discover(mine, seeds=sr_seeds, points=sr_points) if mine else {
+            law[model] = discover(mine, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
+                                  settings=sr_settings) if mine else {
                 "status": "skipped", "reason": "no states (true_state_<i>.npy) for r, m1, m2"}
     doc = {"results": results, "law": law, "summary": summarise(results),
            "config": {"prompts": str(prompts), "predictions": str(predictions),
-                      "sr": {"seeds": list(sr_seeds), "points": int(sr_points)} if run_discovery else None},
+                      "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
+                   if run_discovery else None},
            "code_version": code_version()}
     write_json_atomic(out, doc)
     if figure:

@@ -6,14 +6,6 @@ import json
 import sys
 
 
-def _seeds(text: str) -> tuple[int, ...]:
-    try:
-        seeds = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError(f"--sr-seeds must be comma-separated integers, got {text!r}") from None
-    return seeds
-
-
 def add_parser(sub) -> None:
     from discovery.llm.providers import PROVIDERS
 
@@ -45,7 +37,8 @@ def add_parser(sub) -> None:
     r.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles)")
     r.add_argument("--discover", action="store_true", default=True, help="run symbolic regression (default)")
     r.add_argument("--no-discover", dest="discover", action="store_false")
-    r.add_argument("--sr-seeds", default="0,1,2,3,4", help="symbolic-regression seeds")
+    r.add_argument("--sr-seeds", type=int, default=5, help="symbolic-regression fits (seeds 0..N-1)")
+    r.add_argument("--sr-restarts", type=int, default=3, help="searches per fit, best kept")
     r.add_argument("--sr-points", type=int, default=1000, help="points per symbolic-regression fit")
     r.add_argument("--no-progress", dest="progress", action="store_false")
     r.set_defaults(func=run)
@@ -59,7 +52,8 @@ def add_parser(sub) -> None:
     s.add_argument("--figure", default=None, metavar="FILE.png", help="also draw predicted vs true |F|")
     s.add_argument("--discover", action="store_true", default=True)
     s.add_argument("--no-discover", dest="discover", action="store_false")
-    s.add_argument("--sr-seeds", default="0,1,2,3,4")
+    s.add_argument("--sr-seeds", type=int, default=5)
+    s.add_argument("--sr-restarts", type=int, default=3, help="searches per fit, best kept")
     s.add_argument("--sr-points", type=int, default=1000)
     s.set_defaults(func=score)
 
@@ -84,7 +78,8 @@ def run(args) -> int:
     doc = run_llm(args.provider, args.model, args.systems, args.out, seed=args.seed, base_url=args.base_url,
                   reference_prompt=args.reference_prompt, settings=settings, concurrency=args.concurrency,
                   timeout=args.timeout, max_retries=args.max_retries, backoff=args.backoff,
-                  run_discovery=args.discover, sr_seeds=_seeds(args.sr_seeds), sr_points=args.sr_points,
+                  run_discovery=args.discover, sr_seeds=args.sr_seeds, sr_points=args.sr_points,
+                  sr_restarts=args.sr_restarts,
                   progress=args.progress)
     _print_summary(doc)
     failed = [r for r in doc["results"] if r["model"] == args.model and r.get("error")]
@@ -99,7 +94,8 @@ def score(args) -> int:
     from discovery.llm.runner import score as score_llm
 
     doc = score_llm(args.prompts, args.predictions, args.out, run_discovery=args.discover,
-                    sr_seeds=_seeds(args.sr_seeds), sr_points=args.sr_points, figure=args.figure)
+                    sr_seeds=args.sr_seeds, sr_points=args.sr_points,
+                    sr_restarts=args.sr_restarts, figure=args.figure)
     _print_summary(doc)
     print(json.dumps({"out": args.out, "systems": len(doc["results"])}))
     return 0
