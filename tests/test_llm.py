@@ -22,7 +22,6 @@ REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" 
 KEY = "sk-test-Zq8vJ1nR4tS7uW0x"
 needs_reference = pytest.mark.skipif(not (REFERENCE / "llm-prompts").is_dir(),
                                      reason=f"reference data not found at {REFERENCE}")
-openai = pytest.importorskip("openai")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -221,6 +220,7 @@ def systems():
 
 @pytest.fixture
 def env(monkeypatch):
+    pytest.importorskip("openai")
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ORBITLAW_LLM_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ORBITLAW_LLM_API_KEY", KEY)
@@ -346,6 +346,7 @@ def test_other_sdks_over_loopback(env, systems, tmp_path, provider, env_name, sd
 
 def test_two_models_share_a_directory_and_sr_runs(env, systems, tmp_path):
     pytest.importorskip("pyoperon")
+    pytest.importorskip("discovery.symbolic", reason="the symbolic regression (discovery.symbolic) is not there")
     from discovery.backends import SearchSettings
 
     out = tmp_path / "run"
