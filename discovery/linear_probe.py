@@ -48,8 +48,11 @@ class LinearProbeConfig:
     steps_per_sequence: int = 10
     batch: int = 32
     seed: int = 0
+    device: str = "auto"
 
     def validate(self) -> None:
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
         for name in ("sequences", "steps_per_sequence", "batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -57,6 +60,7 @@ class LinearProbeConfig:
     def settings(self) -> dict:
         s = asdict(self)
         s.pop("out")
+        s.pop("device")
         s["run"], s["data"] = str(Path(self.run).resolve()), str(Path(self.data).resolve())
         s["kind"] = "linear"
         return s
@@ -121,7 +125,7 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     """Probe every layer of ``cfg.run`` for every target; write OUT/linear_probes.json; return it."""
     cfg.validate()
     settings = cfg.settings()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(cfg.device if cfg.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
     model, run_config = load_run(cfg.run, device)
     if model.config.regression:
         raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")

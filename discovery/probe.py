@@ -14,6 +14,8 @@ direction of z is the force's and its length ln|F| on an affine scale (predictio
 exp(L0)). ``linear``: z = F / s, s the root-mean-square labelled |F|. Either way the written
 ``F_pred`` is decoded back to physical units, M_sun AU/yr^2.
 
+On CUDA the forward runs under bf16 autocast (loss in fp32), as pretraining does; on the CPU in fp32.
+
 Batches: global batch ``step`` is a pure function of (seed, step) over the sequences holding a label
 (``models.train.batch_indices``), and dropout is off, so a probe killed at any point and run again with
 the same command resumes from ``PROBE/latest`` to the same result as an uninterrupted run. Checkpoints
@@ -62,8 +64,13 @@ class ProbeConfig:
     eval_batch: int = 32
     eval_train_sequences: int = 256
     near_train: int = 5000
+    device: str = "auto"
 
     def validate(self) -> None:
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("--device cuda: no CUDA device is available")
         if self.target not in probe_data.TARGETS:
             raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
         if self.scaling not in ("log", "linear"):
@@ -79,8 +86,8 @@ class ProbeConfig:
     def settings(self) -> dict:
         """Everything that decides the result (what a resume must keep)."""
         s = asdict(self)
-        s.pop("checkpoint_every")
-        s.pop("out")
+        for name in ("checkpoint_every", "out", "device"):
+            s.pop(name)
         s["run"], s["data"] = str(Path(self.run).resolve()), str(Path(self.data).resolve())
         s["lr"] = self.lr if self.lr is not None else DEFAULT_LR[self.target]
         s["kind"] = "finetune"
@@ -161,6 +168,13 @@ class ForceProbe(nn.Module):
         return self.head(self.gpt.ln_f(self.gpt.hidden_states(tokens)[-1]))
 
 
+def _autocast(device):
+    """bf16 autocast on CUDA (as pretraining), plain fp32 on the CPU."""
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return torch.autocast("cpu", enabled=False)
+
+
 def masked_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean squared error over the finite entries of ``target`` (NaN marks an unlabelled position)."""
     keep = torch.isfinite(target)
@@ -191,7 +205,8 @@ def predict(model: ForceProbe, tokens, sequences: np.ndarray, context: int, batc
     outs = []
     for i in range(0, len(sequences), batch):
         x = torch.from_numpy(np.asarray(tokens[sequences[i:i + batch]], dtype=np.int64)[:, :context]).to(device)
-        outs.append(model(x).float().cpu().numpy().astype(np.float64))
+        with _autocast(device):
+            outs.append(model(x).float().cpu().numpy().astype(np.float64))
     model.train()
     return np.concatenate(outs) if outs else np.zeros((0, context, 1))
 
@@ -208,7 +223,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     """
     cfg.validate()
     settings = cfg.settings()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(cfg.device if cfg.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
     gpt, run_config = load_run(cfg.run, "cpu")
     if gpt.config.regression:
         raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")
@@ -266,7 +281,9 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             idx = batch_indices(cfg.seed, step, cfg.batch, len(labelled_seqs))
             x = torch.from_numpy(np.asarray(split.tokens[labelled_seqs[idx]], dtype=np.int64)[:, :context])
             y = torch.from_numpy(targets[idx])
-            loss = masked_mse(model(x.to(device)), y.to(device))
+            with _autocast(device):
+                out_batch = model(x.to(device))
+            loss = masked_mse(out_batch, y.to(device))
             loss_value = loss.item()
             if not math.isfinite(loss_value):
                 raise TrainingStopped(f"probe loss became {loss_value} at step {step + 1}; the last checkpoint "

@@ -62,7 +62,7 @@ def probed(env):
 
 
 def _cli(*args):
-    return main(["probe", *map(str, args), "--quiet"])
+    return main(["probe", *map(str, args), "--quiet", "--device", "cpu"])
 
 
 def _csv(path):
@@ -195,7 +195,7 @@ def test_killed_probe_resumes_to_the_uninterrupted_result(env, tmp_path):
 
     assert _cli(*args(tmp_path / "ref")) == 0
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "orbitlaw", "probe", *map(str, args(out)), "--quiet"]
+    cmd = [sys.executable, "-m", "orbitlaw", "probe", *map(str, args(out)), "--quiet", "--device", "cpu"]
     for sig, past in ((signal.SIGTERM, 10), (signal.SIGKILL, 25)):  # SIGTERM saves, SIGKILL cannot
         proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         deadline = time.time() + 120
@@ -228,7 +228,7 @@ def test_linear_probe_reads_a_feature_the_embedding_carries_linearly(env, tmp_pa
         gpt.wpe.weight.zero_()
     run = _save_run(tmp_path / "linear-run", gpt)
     res = linear_probes(LinearProbeConfig(run=str(run), data=str(env["data"]), out=str(tmp_path / "lin"),
-                                          steps_per_sequence=8), progress=False)
+                                          steps_per_sequence=8, device="cpu"), progress=False)
     saved = json.loads((tmp_path / "lin" / "linear_probes.json").read_text())
     assert saved["layers"] == [0, 1, 2] and set(saved["r2"]) >= {"force_magnitude", "force_x", "force_y",
                                                                   "inverse_r2", "a", "e"}

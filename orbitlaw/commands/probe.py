@@ -46,6 +46,8 @@ def add_parser(sub) -> None:
     p.add_argument("--sequences", type=int, default=2000,
                    help="linear probes: at most this many training and held-out sequences")
     p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the model runs (default: CUDA when available)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -72,7 +74,7 @@ def run(args) -> int:
         result = linear_probes(LinearProbeConfig(
             run=args.run, data=args.data, out=args.out, split=args.split, train_sequences=args.train_sequences,
             heldout_sequences=args.heldout_sequences, sequences=args.sequences,
-            steps_per_sequence=args.steps_per_sequence, batch=args.eval_batch, seed=args.seed),
+            steps_per_sequence=args.steps_per_sequence, batch=args.eval_batch, seed=args.seed, device=args.device),
             progress=not args.quiet)
         print(json.dumps(result["best"]))
         return 0
@@ -84,7 +86,8 @@ def run(args) -> int:
                       heldout_sequences=args.heldout_sequences, labels_per_heldout=args.labels_per_heldout,
                       labels_per_sequence=args.labels_per_sequence, scaling=args.scaling, seed=args.seed,
                       checkpoint_every=args.checkpoint_every, eval_batch=args.eval_batch,
-                      eval_train_sequences=args.eval_train_sequences, near_train=args.near_train)
+                      eval_train_sequences=args.eval_train_sequences, near_train=args.near_train,
+                      device=args.device)
     try:
         result = finetune(cfg, progress=not args.quiet)
     except TrainingStopped as exc:
