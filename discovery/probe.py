@@ -34,10 +34,13 @@ import torch
 import torch.nn as nn
 
 from discovery import probe_data
+from discovery.probe_data import nearest_to_training
 from models import checkpoint
 from models.evaluate import load_run
 from models.gpt import GPT
 from models.train import TrainingStopped, batch_indices, check_vocab
+
+__all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict"]
 
 DEFAULT_LR = {"force-magnitude": 6e-4, "force-vector": 2e-4}
 
