@@ -1,0 +1,116 @@
+"""Symbolic-regression backends behind one interface: ``search(X, y, seed, settings) -> [sympy.Expr]``.
+
+Each backend runs one multi-objective search (error vs size) and returns the expressions of its final
+Pareto front in the placeholder symbols ``x0, x1, ...`` (column i of X). Choosing, simplifying and
+judging them is backend independent (:mod:`discovery.law`).
+
+Operator set (the reference protocol): binary ``+`` and ``*``, unary ``sin``, ``cos``, ``exp`` and the
+inverse; Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Size limit ``maxsize``
+nodes (20 by default).
+
+- ``operon`` (default, offline): NSGA-II over (R^2, length) with Levenberg-Marquardt constant tuning
+  and linear scaling, a fixed evaluation budget (so a seed gives the same front on every machine).
+- ``pysr`` (optional extra ``orbitlaw[pysr]``, needs Julia): imported only when chosen.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import warnings
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import sympy
+
+BACKENDS = ("operon", "pysr")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Settings of one search; recorded in LAW.json. ``budget`` is Operon's evaluation budget,
+    ``niterations`` PySR's."""
+
+    maxsize: int = 20
+    population: int = 200
+    budget: int = 30_000
+    local_iterations: int = 5
+    niterations: int = 100
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def placeholders(n: int) -> list[sympy.Symbol]:
+    return list(sympy.symbols(f"x0:{n}"))
+
+
+def prepare(backend: str) -> None:
+    """Import the backend now (Operon pulls in scikit-learn: ~2 s) so that timings measure the search."""
+    if backend == "operon":
+        import pyoperon.sklearn  # noqa: F401
+
+
+def search(backend: str, X: np.ndarray, y: np.ndarray, seed: int, settings: SearchSettings) -> list[sympy.Expr]:
+    """Pareto-front expressions of one search on X (n, d), y (n,), in the symbols ``x0..x{d-1}``."""
+    if backend == "operon":
+        return _operon(X, y, seed, settings)
+    if backend == "pysr":
+        return _pysr(X, y, seed, settings)
+    raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+
+
+def _operon(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
+    from pyoperon.sklearn import SymbolicRegressor
+
+    reg = SymbolicRegressor(
+        allowed_symbols="add,mul,div,sin,cos,exp,constant,variable",
+        objectives=["r2", "length"], max_length=s.maxsize, population_size=s.population,
+        generations=10**6, max_evaluations=s.budget, optimizer_iterations=s.local_iterations,
+        random_state=seed, n_threads=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "uncertainty left at default": we do not use the MDL criterion
+        reg.fit(X, y)
+    names = [str(x) for x in placeholders(X.shape[1])]
+    symbols = {n: sympy.Symbol(n) for n in names}
+    out = []
+    for member in reg.pareto_front_:
+        text = reg.get_model_string(member["tree"], precision=17, names=names)
+        out.append(sympy.sympify(text, locals=symbols))
+    return out
+
+
+def julia_available() -> bool:
+    """Whether PySR can start without downloading Julia (``julia`` on PATH or PYTHON_JULIACALL_EXE set)."""
+    return bool(shutil.which("julia") or os.environ.get("PYTHON_JULIACALL_EXE"))
+
+
+def check_available(backend: str) -> None:
+    """Raise ValueError (one line) when ``backend`` is unknown or cannot run on this machine."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if backend == "pysr":
+        if importlib.util.find_spec("pysr") is None:
+            raise ValueError("the pysr backend needs PySR: pip install 'orbitlaw[pysr]' (or use --backend operon)")
+        if not julia_available():
+            raise ValueError("the pysr backend needs Julia, which was not found (install it, e.g. with juliaup, and "
+                             "put `julia` on PATH or set PYTHON_JULIACALL_EXE; or use --backend operon)")
+
+
+def _pysr(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
+    check_available("pysr")
+    from pysr import PySRRegressor
+
+    names = [str(x) for x in placeholders(X.shape[1])]
+    model = PySRRegressor(
+        niterations=s.niterations, binary_operators=["+", "*"],
+        unary_operators=["sin", "cos", "exp", "inv(x) = 1/x"],
+        extra_sympy_mappings={"inv": lambda x: 1 / x}, maxsize=s.maxsize,
+        elementwise_loss="L1DistLoss()", model_selection="score", random_state=seed, deterministic=True,
+        parallelism="serial", progress=False, verbosity=0, temp_equation_file=True)
+    model.fit(X, y, variable_names=names)
+    symbols = {n: sympy.Symbol(n) for n in names}
+    return [sympy.sympify(e, locals=symbols) if isinstance(e, str) else e.xreplace(
+        {sym: symbols[sym.name] for sym in e.free_symbols if sym.name in symbols})
+        for e in model.equations_["sympy_format"]]

@@ -1,0 +1,40 @@
+"""Figure of the symbolic regression: every seed's Pareto front (error vs complexity) and its choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from discovery.law import ERROR_FLOOR  # noqa: E402
+
+
+def plot_pareto(law: dict, out: str | Path) -> Path:
+    """Write ``out`` (PNG): relative L1 error (log) against complexity, one line per seed, the chosen
+    model of each seed circled and the reported expression in the title."""
+    out = Path(out)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    for row in law["per_seed"]:
+        front = row["pareto"]
+        xs = [c["complexity"] for c in front]
+        ys = [max(c["error"], ERROR_FLOOR) for c in front]
+        (line,) = ax.step(xs, ys, where="post", marker=".", alpha=0.7, label=f"seed {row['seed']}")
+        ax.plot([row["complexity"]], [max(row["error"], ERROR_FLOOR)], "o", mfc="none", ms=10,
+                color=line.get_color())
+    ax.set_yscale("log")
+    ax.set_xlabel("complexity (expression nodes)")
+    ax.set_ylabel("relative L1 error")
+    verdict = "Newtonian" if law["newtonian"] else ("power law" if law["power_law"] else "not a power law")
+    ax.set_title(f"{law['expression']}\n{verdict}; {law['seeds_agreeing']}/{law['seeds']} seeds agree",
+                 fontsize=9)
+    if len(law["per_seed"]) <= 10:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

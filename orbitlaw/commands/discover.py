@@ -1,0 +1,62 @@
+"""``orbitlaw discover``: symbolic regression of a law from a CSV, with a plain verdict (LAW.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def _names(text: str, flag: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise ValueError(f"{flag} must be comma-separated column names, got {text!r}")
+    return names
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "discover", help="symbolic regression of a law from a table, with a verdict",
+        description="Fit symbolic expressions of --features to --target (Pareto front of complexity vs "
+        "error, PySR-style score), simplify and refit them, and say whether the law is a power law "
+        "C * m1^a * m2^b * r^c and whether it is Newton's (a, b, c) = (1, 1, -2). Writes LAW.json and "
+        "a Pareto-front figure beside it (LAW.pareto.png).")
+    p.add_argument("--input", required=True, metavar="FILE.csv", help="table with the feature and target columns")
+    p.add_argument("--target", required=True, metavar="COL", help="column to explain, e.g. F_pred")
+    p.add_argument("--features", default="r,m1,m2", metavar="COLS",
+                   help="input columns (default r,m1,m2: distance in AU, planet and star mass in Msun)")
+    p.add_argument("--backend", default="operon", choices=["operon", "pysr"],
+                   help="operon (default, offline) or pysr (needs orbitlaw[pysr] and Julia)")
+    p.add_argument("--seeds", type=int, default=5, help="independent fits, seeds 0..N-1 (default 5)")
+    p.add_argument("--points", type=int, default=1000, help="random rows per seed (default 1000)")
+    p.add_argument("--restarts", type=int, default=3, help="searches per seed, fronts merged (default 3)")
+    p.add_argument("--maxsize", type=int, default=20, help="largest expression size (default 20)")
+    p.add_argument("--budget", type=int, default=None, help="Operon evaluations per search (default 30000)")
+    p.add_argument("--selection", default="best", choices=["best", "score"],
+                   help="best: highest score within 1.5x of the lowest error (PySR's default); "
+                   "score: highest score (the reference protocol)")
+    p.add_argument("--subset", default="", metavar="COLS",
+                   help="boolean columns that must be true for a row to be used, e.g. near_train")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="seeds fitted in parallel")
+    p.add_argument("--out", required=True, metavar="LAW.json")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from discovery.backends import SearchSettings
+    from discovery.pareto_plot import plot_pareto
+    from discovery.symbolic import discover_to_file
+
+    out = Path(args.out)
+    if out.suffix != ".json":
+        raise ValueError(f"--out must name a .json file, got {args.out!r}")
+    if args.maxsize < 3 or (args.budget is not None and args.budget < 100):
+        raise ValueError("--maxsize must be >= 3 and --budget >= 100")
+    settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
+    law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
+                           backend=args.backend, seeds=args.seeds, points=args.points, restarts=args.restarts,
+                           selection=args.selection, settings=settings, workers=args.workers, progress=True,
+                           subset=_names(args.subset, "--subset") if args.subset else [])
+    plot_pareto(law, out.with_suffix(".pareto.png"))
+    print(json.dumps({k: law[k] for k in ("expression", "newtonian", "power_law", "seeds_agreeing", "seeds")}))
+    return 0
