@@ -35,8 +35,8 @@ SR_RESTARTS = 3
 
 
 def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, restarts: int = SR_RESTARTS,
-             resume_dir: Path | None = None, settings=None) -> dict:
-    """Symbolic regression of F_pred on (r, m1, m2) over answer rows, through
+             resume_dir: Path | None = None, settings=None, target: str = "F_pred") -> dict:
+    """Symbolic regression of ``target`` (F_pred; F_true for the control) on (r, m1, m2) over answer rows, through
     :func:`discovery.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
     ``restarts``): its LAW dict (``expression``, ``newtonian``, ``power_law``, ``per_seed``, ``pareto``,
     ...), or ``{"status": "failed"|"unavailable", "reason": ...}`` when it cannot run (too few answers, a
@@ -47,11 +47,19 @@ def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, r
     except ImportError as exc:
         return {"status": "unavailable", "reason": f"symbolic regression not available: {exc}"}
     try:
-        return discover_law(answers_table(rows), target="F_pred", features=("r", "m1", "m2"), seeds=int(seeds),
+        return discover_law(answers_table(rows), target=target, features=("r", "m1", "m2"), seeds=int(seeds),
                             points=int(points), restarts=int(restarts), backend="operon", resume_dir=resume_dir,
                             settings=settings)
     except ValueError as exc:  # e.g. a constant answer: there is no law to find
         return {"status": "failed", "reason": str(exc)}
+
+
+def control(rows: list[dict], **kwargs) -> dict:
+    """The same symbolic regression on the true force at the same answered steps (each (system, step) once):
+    what the search finds when the answers are perfect. A model's verdict means something only where
+    this control comes out Newtonian (with few systems the masses can act as a lookup table)."""
+    unique = list({(row["system"], row["step"]): row for row in rows}.values())
+    return discover(unique, target="F_true", **kwargs)
 
 
 def _results_path(out: Path) -> Path:
@@ -174,15 +182,20 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     all_rows = _other_rows(out, model) + rows
     write_answers_csv(out / "answers.csv", all_rows)
     law = dict(previous.get("law", {}))
+    law_control = previous.get("law_control")
     if run_discovery:
         law[model] = discover(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
                               resume_dir=out / "sr" / slug, settings=sr_settings)
+        if all_rows:
+            law_control = control(all_rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
+                                  resume_dir=out / "sr" / "control", settings=sr_settings)
     runs = dict(previous.get("config", {}).get("runs", {}))
     runs[model] = {"provider": provider, "base_url": base_url, "settings": settings.as_dict(),
                    "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
                    "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
                    if run_discovery else None}
-    doc = {"results": all_results, "law": law, "config": {**config, "runs": runs}, "code_version": code_version(),
+    doc = {"results": all_results, "law": law, "law_control": law_control, "config": {**config, "runs": runs},
+           "code_version": code_version(),
            "summary": summarise(all_results)}
     write_json_atomic(_results_path(out), doc)
     _plot(out, system_list, all_rows)
@@ -252,7 +265,9 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
             law[model] = discover(mine, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
                                   settings=sr_settings) if mine else {
                 "status": "skipped", "reason": "no states (true_state_<i>.npy) for r, m1, m2"}
-    doc = {"results": results, "law": law, "summary": summarise(results),
+    law_control = control(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
+                          settings=sr_settings) if run_discovery and rows else None
+    doc = {"results": results, "law": law, "law_control": law_control, "summary": summarise(results),
            "config": {"prompts": str(prompts), "predictions": str(predictions),
                       "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
                    if run_discovery else None},
