@@ -1,0 +1,174 @@
+"""The study's figures: loss curves, length extrapolation, attention maps and attention entropy.
+
+Each function draws with matplotlib's object API (Agg canvas, no pyplot state), writes one PNG
+atomically (a temporary file beside it, then ``os.replace``), creates the parent folder and returns the
+path. Each takes a dict keyed by a label (normally the attention name) and raises a one-line ValueError
+when there is nothing to draw. The six attentions of ``models.attention.ATTENTIONS`` keep one colour in
+every figure; other labels take the remaining colours in order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from models.attention import ATTENTIONS
+from models.gpt import GPT
+from models.inspect import attention_entropy, attention_weights
+from models.train import read_metrics
+
+DPI = 110
+MAP_TOKENS = 200
+"""Attention maps show the first MAP_TOKENS queries and keys."""
+
+
+def _colours(labels) -> dict[str, str]:
+    """A matplotlib colour per label: C0..C5 for the ATTENTIONS, then C6, C7, ... for other labels."""
+    others = iter(range(len(ATTENTIONS), 10_000))
+    return {name: f"C{ATTENTIONS.index(name) if name in ATTENTIONS else next(others) % 10}" for name in labels}
+
+
+def _save(fig: Figure, out: Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
+    os.replace(tmp, out)
+    return out
+
+
+def plot_loss_curves(runs: dict[str, Path], out: Path) -> Path:
+    """Training and validation loss (nats per coordinate) against step, one colour per run.
+
+    Args:
+        runs: label -> training run directory (its ``metrics.jsonl``, see ``models.train``); runs without
+            metrics are left out.
+        out: the PNG to write (left panel: training loss; right panel: validation loss).
+    """
+    metrics = {name: read_metrics(Path(run)) for name, run in runs.items()}
+    metrics = {name: rows for name, rows in metrics.items() if rows}
+    if not metrics:
+        raise ValueError("plot_loss_curves: no run with metrics.jsonl rows to plot")
+    colours = _colours(runs)
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax_train, ax_val = fig.subplots(1, 2, sharey=True)
+    for name, rows in metrics.items():
+        ax_train.plot([r["step"] for r in rows], [r["train_loss"] for r in rows], color=colours[name], label=name)
+        val = [r for r in rows if "val_loss" in r]
+        ax_val.plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", ms=3, color=colours[name],
+                    label=name)
+    for ax, title in ((ax_train, "training loss"), (ax_val, "validation loss")):
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    losses = [r[key] for rows in metrics.values() for r in rows for key in ("train_loss", "val_loss") if key in r]
+    if min(losses) > 0 and max(losses) > 3 * min(losses):  # log scale only when the losses span a range
+        ax_train.set_yscale("log")
+    ax_train.set_ylabel("cross-entropy (nats per coordinate)")
+    ax_val.legend()
+    return _save(fig, out)
+
+
+def plot_extrapolation(evals: dict[str, dict], out: Path) -> Path:
+    """Next-token loss against the context multiple (log2 axis) for each run with length extrapolation.
+
+    Args:
+        evals: label -> the dict of a run's ``eval.json`` (``models.evaluate.evaluate``); entries without
+            an ``extrapolation`` part ({"context": tokens, "loss": {"1": loss, "2": loss, ...}}) are skipped.
+        out: the PNG to write.
+    """
+    curves = {name: ev["extrapolation"] for name, ev in evals.items() if ev.get("extrapolation")}
+    if not curves:
+        raise ValueError("plot_extrapolation: no eval has an extrapolation part (evaluate rope runs with lengths)")
+    colours = _colours(evals)
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.subplots()
+    multiples = set()
+    for name, ext in curves.items():
+        xs = sorted(int(m) for m in ext["loss"])
+        multiples.update(xs)
+        ax.plot(xs, [ext["loss"][str(m)] for m in xs], "o-", color=colours[name], label=name)
+    contexts = {int(ext["context"]) for ext in curves.values()}
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(multiples), [f"{m}x" for m in sorted(multiples)])
+    unit = f" (1x = {contexts.pop()} tokens)" if len(contexts) == 1 else ""
+    ax.set_xlabel(f"evaluation length / training context{unit}")
+    ax.set_ylabel("cross-entropy (nats per coordinate)")
+    ax.set_title("length extrapolation")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, out)
+
+
+@torch.no_grad()
+def _weights(model: GPT, tokens: np.ndarray) -> list[torch.Tensor]:
+    """Per-layer (B, H, T, T) weights on tokens, cut to the block of a learned-position model."""
+    if model.config.pos == "learned":
+        tokens = tokens[:, :model.config.block_size]
+    device = next(model.parameters()).device
+    return [w.cpu() for w in attention_weights(model, torch.from_numpy(np.asarray(tokens, np.int64)).to(device))]
+
+
+def plot_attention(models: dict[str, GPT], tokens: np.ndarray, maps_out: Path, entropy_out: Path,
+                   layer: int = -1) -> tuple[Path, Path]:
+    """Attention maps and attention entropy against query position, one per model.
+
+    Args:
+        models: label -> GPT (any attention; run in eval mode, on its own device, without gradients).
+        tokens: (B, T, 2) token ids (e.g. ``split.tokens[:8, :T]``); a learned-position model sees only
+            its first block_size tokens.
+        maps_out: PNG of one panel per model: the weights of layer ``layer`` averaged over heads, for the
+            first sequence and the first MAP_TOKENS queries and keys, on a log colour scale (white: masked).
+        entropy_out: PNG of the entropy (nats, ``models.inspect.attention_entropy``; rows normalised to
+            sum 1) of each query's weights, averaged over heads, layers and sequences, against query
+            position t (0-based), with uniform attention over the causal prefix, log(t + 1), dashed.
+            A model with a sliding window w can reach at most log(w).
+    Returns:
+        (maps_out, entropy_out).
+    """
+    if not models:
+        raise ValueError("plot_attention: no models to plot")
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 3 or tokens.shape[-1] != 2 or 0 in tokens.shape[:2]:
+        raise ValueError(f"plot_attention: tokens must have shape (B, T, 2) with B, T >= 1, got {tokens.shape}")
+    colours = _colours(models)
+    ncols = min(3, len(models))
+    nrows = math.ceil(len(models) / ncols)
+    fig_maps = Figure(figsize=(4.2 * ncols, 3.6 * nrows), layout="constrained")
+    axes = np.atleast_1d(fig_maps.subplots(nrows, ncols)).ravel()
+    fig_ent = Figure(figsize=(6, 4), layout="constrained")
+    ax_ent = fig_ent.subplots()
+    longest = 0
+    for ax, (name, model) in zip(axes, models.items(), strict=False):
+        weights = _weights(model, tokens)
+        shown = weights[layer][0].mean(0)[:MAP_TOKENS, :MAP_TOKENS].double().numpy()  # (T', T')
+        positive = shown[shown > 0]
+        vmax = positive.max() if positive.size else 1.0
+        vmin = max(positive.min() if positive.size else vmax * 1e-6, vmax * 1e-6)
+        image = ax.imshow(np.ma.masked_less_equal(shown, 0), norm=LogNorm(vmin=vmin, vmax=vmax),
+                          cmap="viridis", interpolation="nearest")
+        fig_maps.colorbar(image, ax=ax)
+        n_layer = len(weights)
+        ax.set_title(f"{name} (layer {layer % n_layer + 1}/{n_layer}, mean of heads)", fontsize=9)
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+        entropy = torch.stack([attention_entropy(w) for w in weights])  # (layers, B, H, T)
+        curve = entropy.flatten(0, 2).double().nanmean(0).numpy()  # (T,)
+        ax_ent.plot(np.arange(len(curve)), curve, color=colours[name], label=name)
+        longest = max(longest, len(curve))
+    for ax in axes[len(models):]:
+        ax.set_axis_off()
+    t = np.arange(longest)
+    ax_ent.plot(t, np.log(t + 1), "k--", lw=1, label="uniform, log(t + 1)")
+    ax_ent.set_xlabel("query position t")
+    ax_ent.set_ylabel("attention entropy (nats)")
+    ax_ent.set_title("attention entropy (mean over heads, layers, sequences)")
+    ax_ent.grid(alpha=0.3)
+    ax_ent.legend(fontsize=8)
+    return _save(fig_maps, maps_out), _save(fig_ent, entropy_out)
