@@ -1,0 +1,51 @@
+"""``orbitlaw run``: the whole study in one command, ending in STUDY/report.md and STUDY/results.json."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_parser(sub) -> None:
+    from orbitlaw.study.pipeline import default_workers
+    from orbitlaw.study.presets import PRESETS
+
+    p = sub.add_parser(
+        "run", help="the whole study: simulate, train, evaluate, probe, discover, report",
+        description="Simulate the pretraining and probe sets, pretrain one GPT per attention, evaluate it "
+        "(with length extrapolation), fine-tune force probes, run symbolic regression on their predictions "
+        "and on a k-nearest-neighbour oracle, fold in the LLM baselines (scored from the reference answers or "
+        "earlier `orbitlaw llm run` directories; never a network call) and write STUDY/report.md and "
+        "STUDY/results.json. Every stage is cached by its config: a killed study resumes where it was.")
+    p.add_argument("--preset", required=True, choices=list(PRESETS),
+                   help="smoke (minutes, CPU), cpu (about an hour on 2 cores), gpu-109m (reference scale)")
+    p.add_argument("--attention", default=None, metavar="A,B,...",
+                   help="attention variants to compare (default: the preset's, softmax,lssar)")
+    p.add_argument("--out", required=True, metavar="STUDY")
+    p.add_argument("--seed", type=int, default=0, help="added to every seed of the preset")
+    p.add_argument("--llm-reference", default="auto", metavar="DIR",
+                   help="the reference data (…/vafa2025) whose recorded LLM answers are scored; 'auto' uses "
+                   "../shared/reference/vafa2025 beside the checkout when present, 'none' skips")
+    p.add_argument("--llm-results", default="", metavar="DIR,...",
+                   help="`orbitlaw llm run` output directories to include (their cached answers)")
+    p.add_argument("--workers", type=int, default=default_workers(), help="processes for simulation and SR")
+    p.add_argument("--nproc-per-node", type=int, default=1,
+                   help="train each model with torchrun on this many processes (GPUs)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from orbitlaw.study.pipeline import run_study
+
+    if args.workers < 1 or args.nproc_per_node < 1:
+        raise ValueError("--workers and --nproc-per-node must be >= 1")
+    attentions = [a.strip() for a in args.attention.split(",")] if args.attention else None
+    reference = None if args.llm_reference == "none" else args.llm_reference
+    extra = [d.strip() for d in args.llm_results.split(",") if d.strip()]
+    results = run_study(args.preset, args.out, attentions=attentions, seed=args.seed, llm_reference=reference,
+                        llm_results=extra, workers=args.workers, nproc=args.nproc_per_node,
+                        progress=not args.quiet)
+    print(json.dumps({m["attention"]: {"val_loss": m["val_loss"], "probe_r2": m["probe_r2"],
+                                       "newtonian": (m["law"] or {}).get("newtonian")} for m in results["models"]}))
+    print(f"report: {args.out}/report.md")
+    return 0

@@ -1,0 +1,104 @@
+"""``run_study``: the study from nothing to ``STUDY/report.md`` and ``STUDY/results.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from orbitlaw.study import stages
+from orbitlaw.study.presets import study_config
+from orbits.provenance import code_version, write_json_atomic
+
+
+def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
+              llm_reference: str | Path | None = "auto", llm_results: list[str | Path] = (), workers: int = 1,
+              nproc: int = 1, progress: bool = True) -> dict:
+    """Run (or resume) every stage of the study in ``out``; returns the results.json dictionary.
+
+    ``llm_reference``: the reference data directory (``.../vafa2025``), ``"auto"`` to use the one beside
+    the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in.
+    """
+    config = study_config(preset, attentions, seed)
+    study = stages.Study(out, progress)
+    reference = stages.find_reference() if llm_reference == "auto" else (Path(llm_reference) if llm_reference else None)
+    if reference is not None and not (reference / "llm-prompts").is_dir():
+        raise ValueError(f"--llm-reference {reference}: no llm-prompts/ directory there")
+    config["llm"] = {"reference": str(reference) if reference else None, "results": [str(p) for p in llm_results]}
+    write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
+
+    data = {}
+    for name in ("pretrain", "probe", "solar"):
+        spec = config[f"{name}_data"]
+        path = study.path("data", name)
+        study.stage(f"data:{name}", spec, [path], lambda s=spec, p=path: stages.simulate(s, p, workers, progress))
+        data[name] = path
+
+    models = []
+    for attention in config["attentions"]:
+        run = study.path("runs", attention)
+        train_spec = {**config["train"], "data": config["pretrain_data"]}
+        trained = study.stage(f"train:{attention}", {"attention": attention, **train_spec}, [run],
+                              lambda a=attention, r=run: stages.train(data["pretrain"], r, a, config["train"],
+                                                                      progress, nproc))
+        evaluated = study.stage(f"evaluate:{attention}", {"train": train_spec, **config["evaluate"]}, [],
+                                lambda r=run: stages.evaluate(r, data["pretrain"], config["evaluate"]))
+        probe_dir = study.path("probes", attention)
+        probe_spec = {"train": train_spec, "data": config["probe_data"], **config["probe"]}
+        probed = study.stage(f"probe:{attention}", probe_spec, [probe_dir],
+                             lambda r=run, p=probe_dir: stages.probe(r, data["probe"], p, config["probe"],
+                                                                     "force-magnitude", progress))
+        law_file = study.path("laws", attention, "LAW.json")
+        found = study.stage(f"law:{attention}", {"probe": probe_spec, **config["discover"]}, [law_file.parent],
+                            lambda p=probe_dir, f=law_file: stages.law(p / "predictions.csv", f, config["discover"],
+                                                                       workers, progress))
+        solar_dir = study.path("solar", attention)
+        study.stage(f"solar:{attention}", {"train": train_spec, "data": config["solar_data"],
+                                           **config["solar_probe"]}, [solar_dir],
+                    lambda r=run, p=solar_dir: stages.probe(r, data["solar"], p, config["solar_probe"],
+                                                            "force-vector", progress))
+        linear_dir = study.path("linear", attention)
+        linear = study.stage(f"linear:{attention}", {"train": train_spec, "data": config["probe_data"],
+                                                     **config["linear_probe"]}, [linear_dir],
+                             lambda r=run, p=linear_dir: stages.linear(r, data["probe"], p, config["linear_probe"]))
+        held = probed["metrics"]["heldout_unlabelled"]
+        models.append({
+            "attention": attention, "run": str(run), "steps": trained["steps"], "train_loss": trained["train_loss"],
+            "val_loss": evaluated["loss"], "accuracy": evaluated.get("accuracy"),
+            "extrapolation": evaluated.get("extrapolation", {}).get("loss", {}),
+            "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"), "probe_mae": held.get("mae"),
+            "law": found, "linear_probe": linear["best"],
+        })
+
+    context = json.loads(study.path("runs", config["attentions"][0], "config.json").read_text())["context"]
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed")
+    oracle_spec = {"context": context, **{k: config["probe"][k] for k in keep}}
+    oracle_dir = study.path("oracle", "knn")
+    oracle = study.stage("oracle:knn", {"data": config["probe_data"], **oracle_spec}, [oracle_dir],
+                         lambda: stages.oracle(data["probe"], oracle_dir, oracle_spec))
+    oracle_law_file = study.path("laws", "oracle-knn", "LAW.json")
+    oracle_law = study.stage("law:oracle-knn", {"data": config["probe_data"], **oracle_spec, **config["discover"]},
+                             [oracle_law_file.parent],
+                             lambda: stages.law(oracle_dir / "predictions.csv", oracle_law_file, config["discover"],
+                                                workers, progress))
+    llm = study.stage("llm", {**config["llm"], **config["discover"]}, [study.path("llm")],
+                      lambda: stages.llm(reference, [Path(p) for p in llm_results], study.path("llm"),
+                                         config["discover"]))
+
+    results = {
+        "models": models,
+        "oracle": {"kind": "knn", "probe_r2": oracle["metrics"]["heldout_unlabelled"].get("r2"),
+                   "probe_r2_log": oracle["metrics"]["heldout_unlabelled"].get("r2_log"), "law": oracle_law},
+        "llm": llm["models"], "llm_control": llm["control"],
+        "config": config, "seeds": {k: v["seed"] for k, v in config.items() if isinstance(v, dict) and "seed" in v},
+        "code_version": code_version(),
+    }
+    from orbitlaw.study.report import write_report
+
+    results["figures"] = write_report(study, results)
+    write_json_atomic(study.path("results.json"), results)
+    return results
+
+
+def default_workers() -> int:
+    return min(2, os.cpu_count() or 1)

@@ -1,0 +1,169 @@
+"""``STUDY/report.md``: the study's results section, with its figures, written from results.json."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+def _num(x, fmt=".3f") -> str:
+    return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else format(x, fmt)
+
+
+def _law_cell(law: dict | None) -> tuple[str, str]:
+    """(recovered law, Newtonian k/n seeds) for a table row."""
+    if not law or "expression" not in law:
+        return (f"not run: {law.get('reason', '')}" if law else "—"), "—"
+    expr = law["expression"]
+    if len(expr) > 60:
+        expr = expr[:57] + "..."
+    verdict = "**yes**" if law["newtonian"] else "no"
+    return f"`{expr}`", f"{verdict} ({law['newtonian_seeds']}/{law['seeds']})"
+
+
+def _rel(study, path: Path) -> str:
+    return os.path.relpath(path, study.out)
+
+
+def figures(study, results: dict) -> dict[str, str]:
+    """Draw the study's figures into STUDY/figures; returns name -> path relative to STUDY."""
+    import orbits
+    from models.evaluate import load_run
+    from orbitlaw.study import figures as fig
+
+    out = study.path("figures")
+    out.mkdir(parents=True, exist_ok=True)
+    attentions = [m["attention"] for m in results["models"]]
+    runs = {a: study.path("runs", a) for a in attentions}
+    made = {"loss_curves": fig.plot_loss_curves(runs, out / "loss_curves.png")}
+    evals = {a: {"extrapolation": {"loss": m["extrapolation"]}} for a, m in zip(attentions, results["models"],
+                                                                                strict=True) if m["extrapolation"]}
+    if evals:
+        import json
+
+        evals = {a: json.loads((runs[a] / "eval.json").read_text()) for a in evals}
+        made["extrapolation"] = fig.plot_extrapolation(evals, out / "extrapolation.png")
+    models = {a: load_run(runs[a])[0] for a in attentions}
+    context = min(m.config.block_size for m in models.values())
+    val = orbits.load_dataset(study.path("data", "pretrain"))["val"]
+    n = results["config"]["attention_figure"]["sequences"]
+    tokens = np.asarray(val.tokens[:n, :context], dtype=np.int64)
+    made["attention_maps"], made["attention_entropy"] = fig.plot_attention(
+        models, tokens, out / "attention_maps.png", out / "attention_entropy.png")
+    for a in attentions:
+        arrows = study.path("solar", a, "force_arrows.png")
+        if arrows.exists():
+            made[f"force_arrows_{a}"] = arrows
+        pareto = study.path("laws", a, "LAW.pareto.png")
+        if pareto.exists():
+            made[f"pareto_{a}"] = pareto
+    pareto = study.path("laws", "oracle-knn", "LAW.pareto.png")
+    if pareto.exists():
+        made["pareto_oracle-knn"] = pareto
+    return {k: _rel(study, Path(v)) for k, v in made.items()}
+
+
+def discussion(results: dict) -> str:
+    """An honest paragraph built from the numbers: what they do and do not show at this scale."""
+    cfg = results["config"]
+    models = results["models"]
+    preset = cfg["preset"]
+    n_train = cfg["pretrain_data"]["splits"]["train"]
+    steps, batch = cfg["train"]["max_steps"], cfg["train"]["batch_size"]
+    parts = [f"These models ({cfg['train']['preset']} GPTs, {steps} steps of {batch} sequences on {n_train:,} "
+             f"`{cfg['pretrain_data']['preset']}` sequences) are far from the reference's 108.5M-parameter GPT "
+             "trained on 10M sequences, so nothing here says what a large model learns."]
+    if preset == "smoke":
+        parts.append("This is the `smoke` preset: every stage runs, but the numbers only show that the pipeline "
+                     "works, not anything about the physics.")
+    newtonian = [m["attention"] for m in models if m["law"] and m["law"].get("newtonian")]
+    if newtonian:
+        parts.append(f"The symbolic regression of the force probe's predictions came out Newtonian for "
+                     f"{', '.join(newtonian)}: those probes carry the inverse-square law in their form.")
+    else:
+        parts.append("For no attention did the symbolic regression of the force probe's predictions come out as "
+                     "Newton's law: the fine-tuned models predict forces that follow some other expression.")
+    oracle = results["oracle"]["law"] or {}
+    if oracle.get("newtonian"):
+        parts.append("The k-nearest-neighbour oracle on the true state did come out Newtonian through the same "
+                     "path, so the symbolic regression can find the law from predictions of this quality and "
+                     "quantity; the models' failure is theirs.")
+    else:
+        parts.append("The k-nearest-neighbour oracle on the true state did not come out Newtonian either, so at "
+                     "this number of labelled steps the symbolic regression's verdict cannot separate the models "
+                     "from a lookup of nearby states; more probe data is needed for that.")
+    r2 = [(m["attention"], m["probe_r2_log"]) for m in models if m["probe_r2_log"] is not None]
+    if r2:
+        best = max(r2, key=lambda x: x[1])
+        parts.append(f"The probes' held-out R² of ln|F| ranges from {min(v for _, v in r2):.3f} to {best[1]:.3f} "
+                     f"({best[0]}), against {_num(results['oracle']['probe_r2_log'])} for the oracle.")
+    ext = {m["attention"]: m["extrapolation"] for m in models if m["extrapolation"].get("16")}
+    if len(ext) >= 2:
+        ratio = {a: e["16"] / e["1"] for a, e in ext.items()}
+        best = min(ratio, key=ratio.get)
+        parts.append(f"At 16x the training context the loss grows least for {best} "
+                     f"({ratio[best]:.2f}x its loss at 1x; "
+                     + ", ".join(f"{a} {r:.2f}x" for a, r in ratio.items() if a != best)
+                     + "), one seed each, so differences of a few percent are not significant.")
+    llm = results.get("llm") or {}
+    if llm:
+        control = results.get("llm_control") or {}
+        parts.append("The LLM baselines are scored on the reference's recorded answers; "
+                     + ("the symbolic regression of the true forces at the same steps is Newtonian, so their "
+                        "verdicts are meaningful." if control.get("newtonian") else
+                        "the control (symbolic regression of the true forces at the same steps) is not Newtonian, "
+                        "so with so few systems their verdicts mean little."))
+    return " ".join(parts)
+
+
+def write_report(study, results: dict) -> dict[str, str]:
+    """Write STUDY/report.md (and its figures); returns the figure paths relative to STUDY."""
+    made = figures(study, results)
+    cfg = results["config"]
+    lines = [f"# orbitlaw study: `{cfg['preset']}`", "",
+             f"Code version `{results['code_version']}`; seeds {results['seeds']}. Units: AU, yr, M☉; forces in "
+             "M☉·AU/yr² (G = 4π² = 39.478).", "",
+             "## Models", "",
+             "| attention | val loss | loss @8x | loss @16x | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | "
+             "recovered law | Newtonian (seeds) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for m in results["models"]:
+        law, newton = _law_cell(m["law"])
+        ext = m["extrapolation"]
+        lines.append(f"| {m['attention']} | {_num(m['val_loss'])} | {_num(ext.get('8'))} | {_num(ext.get('16'))} | "
+                     f"{_num(m['probe_r2'])} | {_num(m['probe_r2_log'])} | {law} | {newton} |")
+    o = results["oracle"]
+    law, newton = _law_cell(o["law"])
+    lines.append(f"| *kNN oracle (true state)* | — | — | — | {_num(o['probe_r2'])} | {_num(o['probe_r2_log'])} | "
+                 f"{law} | {newton} |")
+    lines += ["", "Probe R² is on held-out, unlabelled planet steps; the law is the symbolic regression "
+              "(Operon) of the probe's predictions on the steps nearest to training states, reported when most "
+              "seeds agree on its form; Newtonian means exactly C·m1·m2/r².", ""]
+    if results.get("llm"):
+        lines += ["## LLM baselines", "", "| model | systems parsed | median R² (all) | median R² (held-out) | "
+                  "recovered law | Newtonian (seeds) |", "|---|---|---|---|---|---|"]
+        for name, m in results["llm"].items():
+            law, newton = _law_cell(m.get("law"))
+            lines.append(f"| {name} | {m.get('parsed')}/{m.get('systems')} | {_num(m.get('median_r2_all'))} | "
+                         f"{_num(m.get('median_r2_heldout'))} | {law} | {newton} |")
+        law, newton = _law_cell(results.get("llm_control"))
+        lines.append(f"| *true forces (control)* | — | — | — | {law} | {newton} |")
+        lines.append("")
+    lines += ["## Figures", ""]
+    captions = {"loss_curves": "Pretraining loss", "extrapolation": "Loss at multiples of the training context",
+                "attention_maps": "Attention maps (head average, last layer)",
+                "attention_entropy": "Attention entropy vs position"}
+    for name, path in made.items():
+        kind, _, who = name.rpartition("_")
+        caption = captions.get(name) or {
+            "force_arrows": f"Solar System force vectors, true (left) vs predicted (right): {who}",
+            "pareto": f"Symbolic regression, Pareto fronts per seed: {who}"}.get(kind, name)
+        lines += [f"**{caption}**", "", f"![{name}]({path})", ""]
+    lines += ["## What this does and does not show", "", discussion(results), ""]
+    path = study.path("report.md")
+    tmp = path.with_name(".report.md.tmp")
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    tmp.replace(path)
+    return made

@@ -1,0 +1,192 @@
+"""The stages of ``orbitlaw run``, each cached in ``STUDY/stages/<name>.json`` keyed by its config.
+
+A stage whose marker holds the same key is skipped; one with another key has its outputs removed and
+runs again; one that was killed half-way resumes through its tool's own resume (simulate, train, probe
+and discover all resume). Layout of ``STUDY``::
+
+    data/{pretrain,probe,solar}/      orbitlaw simulate outputs
+    runs/<attention>/                 orbitlaw train runs (+ eval.json)
+    probes/<attention>/               force-magnitude probes on the two-body probe set
+    solar/<attention>/                force-vector probes on the Solar System (force_arrows.png)
+    linear/<attention>/               per-layer linear probes
+    laws/<attention>/LAW.json         symbolic regression of each probe's predictions (+ LAW.pareto.png)
+    oracle/knn/, laws/oracle-knn/     the k-nearest-neighbour oracle and its law
+    llm/                              scored LLM baselines (never a network call)
+    figures/, report.md, results.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from orbits.provenance import write_json_atomic
+
+
+def _key(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Study:
+    """A study directory whose stages run once per config: ``study.stage(name, config, outputs, fn)``."""
+
+    def __init__(self, out: str | Path, progress: bool = True):
+        self.out = Path(out)
+        self.progress = progress
+        (self.out / "stages").mkdir(parents=True, exist_ok=True)
+
+    def path(self, *parts: str) -> Path:
+        return self.out.joinpath(*parts)
+
+    def stage(self, name: str, config: dict, outputs: list[Path], fn: Callable[[], dict]) -> dict:
+        """Run ``fn`` unless stage ``name`` already finished with ``config``; returns its (JSON) result."""
+        marker = self.out / "stages" / f"{name.replace(':', '__')}.json"
+        key = _key(config)
+        if marker.exists():
+            saved = json.loads(marker.read_text())
+            if saved.get("key") == key and saved.get("done"):
+                return saved["result"]
+            if saved.get("key") != key:  # the config changed: what was there is not this stage's output
+                for path in outputs:
+                    if path.is_dir():
+                        shutil.rmtree(path)
+                    elif path.exists():
+                        path.unlink()
+        write_json_atomic(marker, {"key": key, "config": config, "done": False})
+        print(f"orbitlaw run: {name}", file=sys.stderr, flush=True)
+        result = fn()
+        write_json_atomic(marker, {"key": key, "config": config, "done": True, "result": result})
+        return result
+
+
+# ------------------------------------------------------------------------------------------------------
+# Stage bodies: thin calls into the packages, returning small JSON summaries
+
+
+def simulate(spec: dict, out: Path, workers: int, progress: bool) -> dict:
+    import orbits
+
+    orbits.simulate(spec["preset"], spec["splits"], spec["seed"], out, workers=workers, progress=progress)
+    return {"path": str(out)}
+
+
+def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, nproc: int = 1) -> dict:
+    """Pretrain (or resume) one model; with ``nproc`` > 1 through ``torchrun`` (real DDP processes)."""
+    from models import checkpoint
+
+    resume = run.exists() and checkpoint.latest(run) is not None
+    if nproc > 1:
+        args = ["--data", str(data), "--out", str(run), "--attention", attention, "--preset", spec["preset"],
+                "--pos", spec["pos"], "--max-steps", str(spec["max_steps"]), "--batch-size", str(spec["batch_size"]),
+                "--lr", str(spec["lr"]), "--schedule", spec["schedule"], "--warmup-steps", str(spec["warmup_steps"]),
+                "--eval-every", str(spec["eval_every"]), "--checkpoint-every", str(spec["checkpoint_every"]),
+                "--log-every", str(spec["log_every"]), "--seed", str(spec["seed"])] + (["--resume"] if resume else [])
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "-m", "orbitlaw",
+               "train", *args]
+        if subprocess.run(cmd).returncode != 0:
+            raise RuntimeError(f"torchrun training of {attention} failed; re-run the same command to resume")
+    else:
+        from models.train import TrainConfig
+        from models.train import train as train_model
+
+        train_model(TrainConfig(data=str(data), out=str(run), attention=attention, **spec), resume=resume,
+                    progress=progress)
+    from models.train import read_metrics
+
+    rows = read_metrics(run)
+    val = [r for r in rows if r.get("val_loss") is not None]
+    return {"run": str(run), "steps": rows[-1]["step"] if rows else 0,
+            "train_loss": rows[-1]["train_loss"] if rows else None, "val_loss": val[-1]["val_loss"] if val else None}
+
+
+def evaluate(run: Path, data: Path, spec: dict) -> dict:
+    from models.evaluate import evaluate as evaluate_run
+
+    result = evaluate_run(run, data, lengths=spec["lengths"], split="val", n_seq=spec["sequences"],
+                          extrapolation_sequences=spec["extrapolation_sequences"])
+    return {k: result[k] for k in ("loss", "accuracy", "position_error_au", "r2_positions", "extrapolation")
+            if k in result}
+
+
+def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: bool) -> dict:
+    from discovery.probe import ProbeConfig, finetune
+
+    result = finetune(ProbeConfig(run=str(run), data=str(data), out=str(out), target=target, **spec),
+                      progress=progress)
+    return {"metrics": result["metrics"], "out": str(out)}
+
+
+def oracle(data: Path, out: Path, spec: dict) -> dict:
+    from discovery.oracle import OracleConfig, run_oracle
+
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed")
+    result = run_oracle(OracleConfig(oracle="knn", data=str(data), out=str(out), context=spec.get("context"),
+                                     **{k: spec[k] for k in keep if k in spec}))
+    return {"metrics": result["metrics"], "out": str(out)}
+
+
+def linear(run: Path, data: Path, out: Path, spec: dict) -> dict:
+    from discovery.linear_probe import LinearProbeConfig, linear_probes
+
+    result = linear_probes(LinearProbeConfig(run=str(run), data=str(data), out=str(out), **spec), progress=False)
+    return {"best": result["best"]}
+
+
+def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) -> dict:
+    from discovery.backends import SearchSettings
+    from discovery.pareto_plot import plot_pareto
+    from discovery.symbolic import discover_to_file
+
+    result = discover_to_file(out, predictions, target="F_pred", features=["r", "m1", "m2"],
+                              subset=["near_train"], seeds=spec["seeds"], points=spec["points"],
+                              restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
+                              workers=workers, progress=progress)
+    plot_pareto(result, out.with_suffix(".pareto.png"))
+    return summarise_law(result)
+
+
+def summarise_law(law_doc: dict | None) -> dict | None:
+    """The verdict fields of a LAW.json (None, or a failure record, passes through)."""
+    if not law_doc or "expression" not in law_doc:
+        return law_doc
+    keys = ("expression", "newtonian", "power_law", "seeds_agreeing", "seeds", "newtonian_seeds", "error")
+    return {k: law_doc[k] for k in keys}
+
+
+def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dict:
+    """LLM baselines without any network call: the reference's recorded answers (scored here) and the
+    results.json of earlier ``orbitlaw llm run`` directories (their cached answers)."""
+    from discovery.backends import SearchSettings
+    from discovery.llm.runner import score
+
+    out.mkdir(parents=True, exist_ok=True)
+    models: dict[str, dict] = {}
+    control = None
+    if reference is not None:
+        doc = score(reference / "llm-prompts", reference / "llm-predictions", out / "reference.json",
+                    sr_seeds=spec["seeds"], sr_points=spec["points"], sr_restarts=spec["restarts"],
+                    sr_settings=SearchSettings(budget=spec["budget"]), figure=out / "reference_forces.png")
+        control = summarise_law(doc.get("law_control"))
+        for model, summary in doc["summary"].items():
+            models[model] = {"source": "reference answers (Vafa et al. 2025)", **summary,
+                             "law": summarise_law(doc["law"].get(model))}
+    for directory in extra:
+        path = directory / "results.json"
+        if not path.exists():
+            raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
+        doc = json.loads(path.read_text())
+        for model, summary in doc.get("summary", {}).items():
+            models[model] = {"source": str(directory), **summary, "law": summarise_law(doc.get("law", {}).get(model))}
+    return {"models": models, "control": control}
+
+
+def find_reference() -> Path | None:
+    """The reference study's data (``shared/reference/vafa2025``) beside the source checkout, if present."""
+    root = Path(__file__).resolve().parents[2]
+    candidate = root.parent / "shared" / "reference" / "vafa2025"
+    return candidate if (candidate / "llm-prompts").is_dir() and (candidate / "llm-predictions").is_dir() else None
