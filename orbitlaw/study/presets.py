@@ -2,8 +2,8 @@
 
 - ``smoke``: every stage at toy size, a few minutes on 2 CPU cores (what CI and the README run). Its
   numbers only show that the pipeline works.
-- ``cpu``: the strongest study 2 CPU cores do in about an hour: tiny GPTs (2 layers, 128 wide) pretrained
-  on two-body orbits until their loss flattens, probes fine-tuned for a few hundred steps.
+- ``cpu``: the strongest study 2 CPU cores do in about an hour: tiny GPTs (2 layers, 128 wide; about
+  20 minutes of pretraining each, 3.3M tokens) on two-body orbits, probes fine-tuned for 300 steps.
 - ``gpu-109m``: the reference scale (Vafa et al. 2025): the 108.5M GPT pretrained on the ``vafa2025``
   data, the 10,000-sequence two-body probe set, 10k fine-tuning steps, SR with 5 seeds. Meant for
   ``torchrun --nproc_per_node N orbitlaw run --preset gpu-109m ...`` on GPUs; not run on CPU.
@@ -40,13 +40,13 @@ PRESETS: dict[str, dict] = {
         "pretrain_data": {"preset": "two-body", "splits": {"train": 20_000, "val": 256}, "seed": 0},
         "probe_data": {"preset": "two-body", "splits": {"train": 2_000}, "seed": 1},
         "solar_data": {"preset": "solar-system", "splits": {"train": 8}, "seed": 2},
-        "train": {"preset": "tiny", "pos": "rope", "max_steps": 3_000, "batch_size": 16, "lr": 1e-3,
-                  "schedule": "cosine", "warmup_steps": 100, "eval_every": 250, "checkpoint_every": 250,
+        "train": {"preset": "tiny", "pos": "rope", "max_steps": 800, "batch_size": 16, "lr": 1e-3,
+                  "schedule": "cosine", "warmup_steps": 50, "eval_every": 100, "checkpoint_every": 100,
                   "log_every": 25, "eval_sequences": 64, "seed": 0},
         "evaluate": {"lengths": [1, 2, 4, 8, 16], "sequences": 128, "extrapolation_sequences": 4},
-        "probe": {"steps": 600, "batch": 32, "checkpoint_every": 200, "train_sequences": 1800, "heldout_sequences": 200,
+        "probe": {"steps": 300, "batch": 16, "checkpoint_every": 100, "train_sequences": 1800, "heldout_sequences": 200,
                   "eval_train_sequences": 64, "near_train": 5000, "seed": 0},
-        "solar_probe": {"steps": 200, "batch": 8, "labels_per_sequence": 10, "seed": 0},
+        "solar_probe": {"steps": 100, "batch": 8, "labels_per_sequence": 10, "seed": 0},
         "linear_probe": {"sequences": 1000, "steps_per_sequence": 10},
         "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
         "attention_figure": {"sequences": 4},
