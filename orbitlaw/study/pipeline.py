@@ -20,10 +20,13 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
     the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in.
     """
     config = study_config(preset, attentions, seed)
-    study = stages.Study(out, progress)
     reference = stages.find_reference() if llm_reference == "auto" else (Path(llm_reference) if llm_reference else None)
     if reference is not None and not (reference / "llm-prompts").is_dir():
         raise ValueError(f"--llm-reference {reference}: no llm-prompts/ directory there")
+    for directory in llm_results:
+        if not (Path(directory) / "results.json").is_file():
+            raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
+    study = stages.Study(out, progress)
     config["llm"] = {"reference": str(reference) if reference else None, "results": [str(p) for p in llm_results]}
     write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
 

@@ -1,0 +1,98 @@
+"""``orbitlaw run``: the whole study at the smoke preset, its caching and its errors."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from orbitlaw.cli import main
+from orbitlaw.study.stages import Study
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study") / "smoke"
+    start = time.perf_counter()
+    assert main(["run", "--preset", "smoke", "--out", str(out), "--quiet"]) == 0
+    return out, time.perf_counter() - start
+
+
+def test_smoke_study_writes_results_and_report(study):
+    out, seconds = study
+    assert seconds < 600, f"the smoke study must take at most 10 minutes, took {seconds:.0f} s"
+    results = json.loads((out / "results.json").read_text())
+    assert [m["attention"] for m in results["models"]] == ["softmax", "lssar"]
+    for m in results["models"]:
+        assert m["val_loss"] > 0 and set(m["extrapolation"]) == {"1", "2", "4", "8", "16"}
+        assert m["probe_r2"] is not None and m["steps"] == results["config"]["train"]["max_steps"]
+        law = m["law"]
+        assert {"expression", "newtonian", "power_law", "seeds_agreeing", "seeds"} <= set(law)
+        assert isinstance(law["newtonian"], bool) and 1 <= law["seeds_agreeing"] <= law["seeds"]
+    assert results["oracle"]["probe_r2"] > 0.3  # the kNN oracle on the true state predicts the force
+    assert {"expression", "newtonian"} <= set(results["oracle"]["law"])
+    assert results["code_version"] and results["seeds"]["train"] == 0 and results["config"]["preset"] == "smoke"
+    report = (out / "report.md").read_text()
+    assert "| attention | val loss | loss @8x | loss @16x |" in report and "| lssar |" in report
+    assert "## What this does and does not show" in report
+    for name, path in results["figures"].items():
+        assert (out / path).stat().st_size > 5_000, name
+        assert f"]({path})" in report
+    assert {"loss_curves", "extrapolation", "attention_maps", "attention_entropy", "force_arrows_softmax",
+            "pareto_lssar"} <= set(results["figures"])
+
+
+def test_rerun_is_served_from_the_stage_cache(study, capsys):
+    out, seconds = study
+    before = json.loads((out / "results.json").read_text())
+    start = time.perf_counter()
+    assert main(["run", "--preset", "smoke", "--out", str(out), "--quiet"]) == 0
+    assert "orbitlaw run: train:" not in capsys.readouterr().err  # no stage ran again
+    assert time.perf_counter() - start < seconds / 2
+    after = json.loads((out / "results.json").read_text())
+    assert after["models"] == before["models"] and after["oracle"] == before["oracle"]
+
+
+def test_stage_cache_is_keyed_by_config(tmp_path):
+    s = Study(tmp_path / "s", progress=False)
+    out = tmp_path / "s" / "thing"
+    calls = []
+
+    def make(value):
+        def fn():
+            calls.append(value)
+            out.mkdir(exist_ok=True)
+            (out / "f").write_text(str(value))
+            return {"value": value}
+        return fn
+
+    assert s.stage("x", {"a": 1}, [out], make(1)) == {"value": 1}
+    assert s.stage("x", {"a": 1}, [out], make(2)) == {"value": 1} and calls == [1]  # cached
+    (out / "stale").write_text("from the old config")
+    assert s.stage("x", {"a": 2}, [out], make(3)) == {"value": 3}  # new config: old outputs removed
+    assert not (out / "stale").exists()
+
+    def killed():
+        (out / "partial").write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        s.stage("y", {"b": 1}, [out], killed)
+    assert s.stage("y", {"b": 1}, [out], make(4)) == {"value": 4}  # resumed: the tool's own state is kept
+    assert (out / "partial").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--attention", "softmax,bogus"], "--attention must list distinct variants"),
+    (["--attention", "lssar,lssar"], "--attention must list distinct variants"),
+    (["--llm-reference", "/nonexistent/vafa2025"], "no llm-prompts/ directory"),
+    (["--llm-results", "/nonexistent/run"], "no results.json"),
+    (["--workers", "0"], "--workers and --nproc-per-node must be >= 1"),
+])
+def test_bad_input_is_one_line_and_creates_nothing(tmp_path, capsys, args, message):
+    out = tmp_path / "study"
+    assert main(["run", "--preset", "smoke", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
