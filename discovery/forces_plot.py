@@ -21,13 +21,12 @@ def plot_force_arrows(cols: dict, out: Path, title: str = "", names: dict[int, s
     Fy_pred (M_sun AU/yr^2), one orbit per sequence (labelled by ``names[sequence]`` when given), at most
     ``max_arrows`` arrows per orbit."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
     seq = np.asarray(cols["sequence"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 6), sharex=True, sharey=True)
-    colours = plt.get_cmap("tab10")
+    fig = Figure(figsize=(12, 6))
+    axes = fig.subplots(1, 2, sharex=True, sharey=True)
+    colours = matplotlib.colormaps["tab10"]
     for k, s in enumerate(np.unique(seq)):
         m = seq == s
         x, y = np.asarray(cols["x"])[m], np.asarray(cols["y"])[m]
@@ -48,6 +47,5 @@ def plot_force_arrows(cols: dict, out: Path, title: str = "", names: dict[int, s
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False)
     tmp = out.with_name(f".{out.name}.tmp.png")
     fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     os.replace(tmp, out)
     return out

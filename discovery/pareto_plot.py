@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from discovery.law import ERROR_FLOOR  # noqa: E402
+from discovery.law import ERROR_FLOOR
 
 
 def plot_pareto(law: dict, out: str | Path) -> Path:
     """Write ``out`` (PNG): relative L1 error (log) against complexity, one line per seed, the chosen
     model of each seed circled and the reported expression in the title."""
     out = Path(out)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig = Figure(figsize=(6.4, 4.2), dpi=120)
+    ax = fig.subplots()
     for row in law["per_seed"]:
         front = row["pareto"]
         xs = [c["complexity"] for c in front]
@@ -35,6 +33,5 @@ def plot_pareto(law: dict, out: str | Path) -> Path:
     fig.tight_layout()
     tmp = out.with_name(f".{out.name}.tmp.png")
     fig.savefig(tmp)
-    plt.close(fig)
     tmp.replace(out)
     return out

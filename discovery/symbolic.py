@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import sympy
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from discovery import law as laws
 from discovery.backends import SearchSettings, check_available, placeholders, prepare, search

@@ -211,13 +211,11 @@ def _rewrite_metrics(run: Path, rows: list[dict]) -> None:
 
 def plot_losses(run: Path) -> Path:
     """RUN/loss.png: training (and validation) loss against step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
     rows = read_metrics(run)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     ax.plot([r["step"] for r in rows], [r["train_loss"] for r in rows], label="train")
     val = [r for r in rows if "val_loss" in r]
     if val:
@@ -230,7 +228,6 @@ def plot_losses(run: Path) -> Path:
     ax.set_title(f"{cfg['train']['preset']} / {cfg['train']['attention']}")
     tmp = run / ".loss.png.tmp.png"
     fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     os.replace(tmp, run / "loss.png")
     return run / "loss.png"
 

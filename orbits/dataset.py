@@ -399,6 +399,8 @@ class Split:
         positions in AU in token order (per step planets 1..N, then the star; NaN where a sequence
         pads), exact rather than binned. Stored positions are reordered; for presets that keep only
         orbital elements (vafa2025) the Kepler orbits are recomputed bit for bit."""
+        if isinstance(rows, (int, np.integer)):  # one sequence: (seq_len - 1, 2)
+            return self.continuous(slice(int(rows), int(rows) + 1 or None))[0]
         seq_len = int(self.manifest["params"]["seq_len"])
         if self.positions is not None:
             return generate.token_order(np.asarray(self.positions[rows]), np.asarray(self.n_planets[rows]), seq_len)

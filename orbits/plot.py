@@ -27,17 +27,17 @@ def plot_system(split, index: int = 0, ax=None, out: str | Path | None = None):
     Returns the matplotlib Axes. Planets are coloured lines, the star a black line (or a star marker
     when it is frozen); small dots mark the decoded token positions (bin centres).
     """
-    import matplotlib
-
-    if ax is None and out is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     if not 0 <= index < len(split):
         raise ValueError(f"sequence index {index} out of range: split {split.name!r} has {len(split)}")
     pos = system_positions(split, index)
     n = int(split.n_planets[index])
-    if ax is None:
+    if ax is None and out is not None:  # a figure of its own, off-screen: the caller's backend is untouched
+        from matplotlib.figure import Figure
+
+        ax = Figure(figsize=(6, 6)).subplots()
+    elif ax is None:
+        import matplotlib.pyplot as plt
+
         _, ax = plt.subplots(figsize=(6, 6))
     decoded = split.tokenizer.decode(np.asarray(split.tokens[index, 1:]))
     ax.plot(decoded[:, 0], decoded[:, 1], ".", ms=1.5, color="0.75", zorder=0, label="token bin centres")

@@ -17,15 +17,14 @@ def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, 
     The y range is the truth's range widened by its spread (answers far outside it are counted in the
     panel title as off-scale and drawn on its edge, so they cannot flatten the truth). Written atomically."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
     shown = systems[:max_panels]
     cols = min(5, max(1, len(shown)))
     rows = -(-len(shown) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = Figure(figsize=(3.6 * cols, 2.9 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, s in zip(axes.flat, shown, strict=False):
         steps = np.arange(len(s.force))
         ax.plot(steps, s.force, color="black", lw=1.5, label="true |F|")
@@ -52,6 +51,5 @@ def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, 
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     fig.savefig(tmp, dpi=110)
-    plt.close(fig)
     os.replace(tmp, path)
     return path
