@@ -55,6 +55,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--budget", type=int, default=SearchSettings().budget, help="Operon evaluations per search")
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--selection", default="score", choices=["score", "best"])
     parser.add_argument("--out", default="benchmarks/results/discover.json")
     args = parser.parse_args()
 
@@ -63,7 +64,7 @@ def main() -> None:
         law, exponents, noise = CASES[name]
         start = time.perf_counter()
         out = discover_law(data(law, noise), "F", seeds=args.seeds, points=args.points, restarts=args.restarts,
-                           workers=args.workers, progress=True,
+                           workers=args.workers, progress=True, selection=args.selection,
                            settings=SearchSettings(budget=args.budget))
         wall = time.perf_counter() - start
         seconds = [s["seconds"] for s in out["per_seed"]]

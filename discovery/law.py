@@ -188,19 +188,20 @@ def power_law(expr: sympy.Expr, names: list[str]) -> dict | None:
 
     Every name of ``names`` gets an exponent (0 when absent); C and the exponents must be plain numbers.
     """
-    expr = sympy.powsimp(sympy.expand_power_base(expr, force=True), force=True)
-    coeff, factors = expr.as_coeff_mul()
-    if not coeff.is_number or not coeff.is_real or coeff == 0:
+    expr = sympy.expand_power_base(expr, force=True)  # (m1*m2)**1.5 -> m1**1.5 * m2**1.5
+    if expr.is_Add:
         return None
+    coeff = sympy.Integer(1)
     exponents = {name: 0.0 for name in names}
-    for factor in factors:
-        if factor.is_number:
-            coeff *= factor
+    for base, exp in expr.as_powers_dict().items():
+        if base.is_number and exp.is_number:
+            coeff *= base**exp
             continue
-        base, exp = factor.as_base_exp()
         if not (base.is_Symbol and base.name in exponents and exp.is_number and exp.is_real):
             return None
         exponents[base.name] += float(exp)
+    if not coeff.is_number or coeff == 0:
+        return None
     coeff = complex(coeff)
     if coeff.imag != 0:
         return None

@@ -162,6 +162,10 @@ class ForceProbe(nn.Module):
     def __init__(self, gpt: GPT, out_dim: int):
         super().__init__()
         gpt.head = nn.Identity()  # the 2 x vocab logits are not used
+        gpt.config.dropout = 0.0  # no dropout while probing: batches are a pure function of (seed, step)
+        for module in gpt.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = 0.0
         self.gpt = gpt
         self.head = nn.Linear(gpt.config.n_embd, out_dim)
         nn.init.normal_(self.head.weight, mean=0.0, std=0.02)

@@ -106,7 +106,8 @@ def load_table(table, target: str, features: list[str], subset: list[str] = ()) 
 
 def _render(expr: sympy.Expr, features: list[str]) -> str:
     """The expression with the placeholders x0.. replaced by the feature names."""
-    return str(expr.xreplace(dict(zip(placeholders(len(features)), sympy.symbols(features), strict=True))))
+    names = [sympy.Symbol(f) for f in features]  # one symbol per column, whatever its name holds
+    return str(expr.xreplace(dict(zip(placeholders(len(features)), names, strict=True))))
 
 
 def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int, restarts: int,
@@ -251,6 +252,7 @@ def _verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, c
         "complexity": final.complexity,
         "seeds": len(per_seed),
         "seeds_agreeing": votes[winner],
+        "majority": votes[winner] > len(per_seed) / 2,
         "newtonian_seeds": sum(r["newtonian"] for r in rows),
         "per_seed": rows,
         "pareto": rows[best]["pareto"],

@@ -47,6 +47,7 @@ def newton(r_, a, b):
     ((2.0 * m1) / (0.5 * r) * (m2 / (4.0 * r)), (-2, 1, 1)),
     (G * m1**2 * m2 / r, (-1, 2, 1)),
     (7.5 * m1 / r**3, (-3, 1, 0)),
+    (sympy.powsimp(2.0 * m1**1.5 * m2**1.5, force=True) / r, (-1, 1.5, 1.5)),  # (m1*m2)**1.5 / r
 ])
 def test_power_law_reads_constant_and_exponents(expr, exponents):
     p = laws.power_law(expr, NAMES)

@@ -262,6 +262,7 @@ def test_run_scores_answers_records_garbage_and_resumes_from_cache(env, systems,
         assert stored["code_version"] and stored["config"]["systems"] == SYSTEMS
         assert "The sun is at the origin." not in (out / "prompts" / "0.txt").read_text()
 
+        env.delenv("ORBITLAW_LLM_API_KEY")  # a finished run re-scores offline: no key, no request
         again = _run(fake.url, out)  # everything is served from the cache
         assert fake.total == SYSTEMS
         assert [r["r2_all"] for r in again["results"]] == [r["r2_all"] for r in doc["results"]]

@@ -25,7 +25,7 @@ from pathlib import Path
 from discovery.llm.cache import ResponseCache, request_key, write_text_atomic
 from discovery.llm.parse import parse_answer
 from discovery.llm.prompt import build_prompt
-from discovery.llm.providers import ChatClient, Settings
+from discovery.llm.providers import ChatClient, Settings, check_provider
 from discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
 from discovery.llm.systems import generate_systems, read_layout, write_layout
 
@@ -62,6 +62,17 @@ def control(rows: list[dict], **kwargs) -> dict:
     return discover(unique, target="F_true", **kwargs)
 
 
+def public_url(url: str | None) -> str | None:
+    """The endpoint without user info, query or fragment (where some services put keys): what is stored."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname
+                       else parts.netloc, parts.path, "", ""))
+
+
 def _results_path(out: Path) -> Path:
     return out / "results.json"
 
@@ -93,7 +104,7 @@ def _request_all(client: ChatClient, cache: ResponseCache, todo: list[tuple[int,
     def one(index: int, key: str, prompt: str) -> None:
         start = time.monotonic()
         completion = client.complete(prompt)
-        cache.put(key, {"provider": client.provider, "model": client.model, "base_url": client.base_url,
+        cache.put(key, {"provider": client.provider, "model": client.model, "base_url": public_url(client.base_url),
                         "settings": client.settings.as_dict(), "system": index, "text": completion.text,
                         "finish_reason": completion.finish_reason, "usage": completion.usage,
                         "served_model": completion.served_model, "attempts": completion.attempts,
@@ -132,20 +143,21 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
     settings = settings or Settings()
-    client = ChatClient(provider, model, settings, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                        backoff=backoff)
+    check_provider(provider)
     out = Path(out)
     config = {"systems": int(systems), "seed": int(seed), "reference_prompt": bool(reference_prompt),
               "preset": "two-body"}
     previous = _load_previous(out, config)
     system_list = generate_systems(int(systems), int(seed))
     prompts = [build_prompt(s.coords, s.force, s.revealed, reference=reference_prompt) for s in system_list]
-    out.mkdir(parents=True, exist_ok=True)
-    write_layout(out / "prompts", system_list, prompts)
-
     cache = ResponseCache(out / "cache")
     keys = [request_key(provider, model, base_url, p, settings.as_dict()) for p in prompts]
     todo = [(s.index, k, p) for s, k, p in zip(system_list, keys, prompts, strict=True) if k not in cache]
+    # the client (SDK, API key) is needed only for what the cache does not hold: a finished run re-scores offline
+    client = ChatClient(provider, model, settings, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                        backoff=backoff) if todo else None
+    out.mkdir(parents=True, exist_ok=True)
+    write_layout(out / "prompts", system_list, prompts)
     errors = _request_all(client, cache, todo, concurrency, progress) if todo else {}
     if errors and len(errors) == len(system_list):
         first = errors[min(errors)]
@@ -190,7 +202,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
             law_control = control(all_rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
                                   resume_dir=out / "sr" / "control", settings=sr_settings)
     runs = dict(previous.get("config", {}).get("runs", {}))
-    runs[model] = {"provider": provider, "base_url": base_url, "settings": settings.as_dict(),
+    runs[model] = {"provider": provider, "base_url": public_url(base_url), "settings": settings.as_dict(),
                    "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
                    "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
                    if run_discovery else None}

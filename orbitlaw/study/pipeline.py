@@ -84,7 +84,9 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
                              [oracle_law_file.parent],
                              lambda: stages.law(oracle_dir / "predictions.csv", oracle_law_file, config["discover"],
                                                 workers, progress))
-    llm = study.stage("llm", {**config["llm"], **config["discover"]}, [study.path("llm")],
+    llm_inputs = {"sources": stages.content_hashes([p / "results.json" for p in map(Path, llm_results)]
+                                                   + ([reference] if reference else []))}
+    llm = study.stage("llm", {**config["llm"], **llm_inputs, **config["discover"]}, [study.path("llm")],
                       lambda: stages.llm(reference, [Path(p) for p in llm_results], study.path("llm"),
                                          config["discover"]))
 

@@ -78,11 +78,15 @@ def discussion(results: dict) -> str:
     if preset == "smoke":
         parts.append("This is the `smoke` preset: every stage runs, but the numbers only show that the pipeline "
                      "works, not anything about the physics.")
-    newtonian = [m["attention"] for m in models if m["law"] and m["law"].get("newtonian")]
+    judged = [m for m in models if m["law"] and "expression" in m["law"]]
+    newtonian = [m["attention"] for m in judged if m["law"]["newtonian"]]
+    if len(judged) < len(models):
+        parts.append("The symbolic regression did not run for "
+                     + ", ".join(m["attention"] for m in models if m not in judged) + " (see results.json).")
     if newtonian:
         parts.append(f"The symbolic regression of the force probe's predictions came out Newtonian for "
                      f"{', '.join(newtonian)}: those probes carry the inverse-square law in their form.")
-    else:
+    elif judged:
         parts.append("For no attention did the symbolic regression of the force probe's predictions come out as "
                      "Newton's law: the fine-tuned models predict forces that follow some other expression.")
     oracle = results["oracle"]["law"] or {}
@@ -108,11 +112,11 @@ def discussion(results: dict) -> str:
                      + ", ".join(f"{a} {r:.2f}x" for a, r in ratio.items() if a != best)
                      + "), one seed each, so differences of a few percent are not significant.")
     llm = results.get("llm") or {}
-    if llm:
-        control = results.get("llm_control") or {}
-        parts.append("The LLM baselines are scored on the reference's recorded answers; "
+    control = results.get("llm_control")
+    if llm and control and "expression" in control:
+        parts.append("For the LLM baselines scored from the reference's recorded answers, "
                      + ("the symbolic regression of the true forces at the same steps is Newtonian, so their "
-                        "verdicts are meaningful." if control.get("newtonian") else
+                        "verdicts are meaningful." if control["newtonian"] else
                         "the control (symbolic regression of the true forces at the same steps) is not Newtonian, "
                         "so with so few systems their verdicts mean little."))
     return " ".join(parts)
@@ -139,8 +143,9 @@ def write_report(study, results: dict) -> dict[str, str]:
     lines.append(f"| *kNN oracle (true state)* | — | — | — | {_num(o['probe_r2'])} | {_num(o['probe_r2_log'])} | "
                  f"{law} | {newton} |")
     lines += ["", "Probe R² is on held-out, unlabelled planet steps; the law is the symbolic regression "
-              "(Operon) of the probe's predictions on the steps nearest to training states, reported when most "
-              "seeds agree on its form; Newtonian means exactly C·m1·m2/r².", ""]
+              "(Operon) of the probe's predictions on the steps nearest to training states: the form the most "
+              "seeds agree on, refitted on all of them; Newtonian means exactly C·m1·m2/r², with (k/n) the seeds "
+              "whose own law is Newtonian.", ""]
     if results.get("llm"):
         lines += ["## LLM baselines", "", "| model | systems parsed | median R² (all) | median R² (held-out) | "
                   "recovered law | Newtonian (seeds) |", "|---|---|---|---|---|---|"]

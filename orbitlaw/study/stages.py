@@ -185,6 +185,20 @@ def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dic
     return {"models": models, "control": control}
 
 
+def content_hashes(paths: list[Path]) -> dict[str, str]:
+    """sha256 of each file (of every file below a directory), so that a stage reading them re-runs when
+    they change (e.g. a later ``orbitlaw llm run`` added a model to a results.json)."""
+    out = {}
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(str(f.relative_to(path) if path.is_dir() else f.name).encode())
+            digest.update(hashlib.sha256(f.read_bytes()).digest())
+        out[str(path)] = digest.hexdigest()
+    return out
+
+
 def find_reference() -> Path | None:
     """The reference study's data (``shared/reference/vafa2025``) beside the source checkout, if present."""
     root = Path(__file__).resolve().parents[2]
