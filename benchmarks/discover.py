@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--budget", type=int, default=SearchSettings().budget, help="Operon evaluations per search")
     parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--selection", default="score", choices=["score", "best"])
+    parser.add_argument("--selection", default="best", choices=["best", "score"])
     parser.add_argument("--out", default="benchmarks/results/discover.json")
     args = parser.parse_args()
 
