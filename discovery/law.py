@@ -116,7 +116,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
 
     x0 = np.array([float(c) for c in consts])
     try:
-        fit = least_squares(residual, x0, method="lm" if len(y) > len(x0) else "trf", max_nfev=200 * (len(x0) + 1))
+        fit = least_squares(residual, x0, method="lm" if len(y) > len(x0) else "trf", max_nfev=30 * (len(x0) + 1))
         best = fit.x if np.sum(residual(fit.x) ** 2) <= np.sum(residual(x0) ** 2) else x0
     except (ValueError, np.linalg.LinAlgError):
         best = x0
@@ -141,6 +141,9 @@ def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.n
             trial = simplify(expr.xreplace({c: sympy.Integer(0)}))
             if trial == expr or not _finite_form(trial) or trial.free_symbols.isdisjoint(symbols):
                 continue  # a division by zero, or every variable gone: not a simplification of a law
+            trial_error = relative_l1(y, evaluate(trial, symbols, X))
+            if trial_error > 2 * error + PRUNE_TOLERANCE:
+                continue  # the term carries weight: refitting the rest will not make up for it
             trial = refit(trial, symbols, X, y)
             trial_error = relative_l1(y, evaluate(trial, symbols, X))
             if trial_error <= error * 1.01 + PRUNE_TOLERANCE:
