@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -38,12 +39,9 @@ def figures(study, results: dict) -> dict[str, str]:
     attentions = [m["attention"] for m in results["models"]]
     runs = {a: study.path("runs", a) for a in attentions}
     made = {"loss_curves": fig.plot_loss_curves(runs, out / "loss_curves.png")}
-    evals = {a: {"extrapolation": {"loss": m["extrapolation"]}} for a, m in zip(attentions, results["models"],
-                                                                                strict=True) if m["extrapolation"]}
+    evals = {m["attention"]: json.loads((runs[m["attention"]] / "eval.json").read_text())
+             for m in results["models"] if m["extrapolation"]}
     if evals:
-        import json
-
-        evals = {a: json.loads((runs[a] / "eval.json").read_text()) for a in evals}
         made["extrapolation"] = fig.plot_extrapolation(evals, out / "extrapolation.png")
     models = {a: load_run(runs[a])[0] for a in attentions}
     context = min(m.config.block_size for m in models.values())
