@@ -99,8 +99,11 @@ def discussion(results: dict) -> str:
     r2 = [(m["attention"], m["probe_r2_log"]) for m in models if m["probe_r2_log"] is not None]
     if r2:
         best = max(r2, key=lambda x: x[1])
-        parts.append(f"The probes' held-out R² of ln|F| ranges from {min(v for _, v in r2):.3f} to {best[1]:.3f} "
-                     f"({best[0]}), against {_num(results['oracle']['probe_r2_log'])} for the oracle.")
+        low = min(v for _, v in r2)
+        spread = (f"is {best[1]:.3f}" if f"{low:.3f}" == f"{best[1]:.3f}" else
+                  f"ranges from {low:.3f} to {best[1]:.3f} ({best[0]})")
+        parts.append(f"The probes' held-out R² of ln|F| {spread}, against "
+                     f"{_num(results['oracle']['probe_r2_log'])} for the oracle.")
     ext = {m["attention"]: m["extrapolation"] for m in models if m["extrapolation"].get("16")}
     if len(ext) >= 2:
         ratio = {a: e["16"] / e["1"] for a, e in ext.items()}
