@@ -51,8 +51,7 @@ class LinearProbeConfig:
     device: str = "auto"
 
     def validate(self) -> None:
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+        probe_data.resolve_device(self.device)
         for name in ("sequences", "steps_per_sequence", "batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -125,7 +124,7 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     """Probe every layer of ``cfg.run`` for every target; write OUT/linear_probes.json; return it."""
     cfg.validate()
     settings = cfg.settings()
-    device = torch.device(cfg.device if cfg.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
+    device = probe_data.resolve_device(cfg.device)
     model, run_config = load_run(cfg.run, device)
     if model.config.regression:
         raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")

@@ -70,10 +70,7 @@ class ProbeConfig:
     device: str = "auto"
 
     def validate(self) -> None:
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ValueError("--device cuda: no CUDA device is available")
+        probe_data.resolve_device(self.device)
         if self.target not in probe_data.TARGETS:
             raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
         if self.scaling not in ("log", "linear"):
@@ -230,7 +227,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     """
     cfg.validate()
     settings = cfg.settings()
-    device = torch.device(cfg.device if cfg.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
+    device = probe_data.resolve_device(cfg.device)
     gpt, run_config = load_run(cfg.run, "cpu")
     if gpt.config.regression:
         raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import orbits
 from orbits.provenance import code_version, write_json_atomic
@@ -75,6 +76,15 @@ def default_plan(n: int, train: int | None, heldout: int | None, labels_per_held
         plan = LabelPlan(train, heldout, labels_per_heldout, seed)
     plan.validate(n)
     return plan
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` -> CUDA when present, else the CPU; ValueError (one line) for an unknown or absent device."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r}; choose auto, cpu or cuda")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available")
+    return torch.device(device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
 
 
 def require_forces(split, data) -> None:

@@ -176,10 +176,7 @@ def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dic
             models[model] = {"source": "reference answers (Vafa et al. 2025)", **summary,
                              "law": summarise_law(doc["law"].get(model))}
     for directory in extra:
-        path = directory / "results.json"
-        if not path.exists():
-            raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
-        doc = json.loads(path.read_text())
+        doc = json.loads((directory / "results.json").read_text())  # run_study checked it exists
         for model, summary in doc.get("summary", {}).items():
             models[model] = {"source": str(directory), **summary, "law": summarise_law(doc.get("law", {}).get(model))}
     return {"models": models, "control": control}
