@@ -52,6 +52,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--plot", default=None, help="optional PNG plot")
     ap.add_argument("--seq-lens", type=int, nargs="+", default=list(SEQ_LENS), help="CUDA sweep sequence lengths")
     ap.add_argument("--head-dims", type=int, nargs="+", default=list(HEAD_DIMS), help="CUDA sweep head dims")
+    ap.add_argument("--no-correctness", action="store_true",
+                    help="skip the correctness section (tests/test_kernels.py covers it; saves the autotuning)")
+    ap.add_argument("--methods", nargs="+", default=None, help="CUDA sweep: only these methods (default all)")
     ap.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per measurement (ms)")
     return ap.parse_args(argv)
 
@@ -245,7 +248,6 @@ def run_cuda(args, torch, F, kernels) -> dict:
         "tokens_per_batch": TOKENS,
         "model_dim": MODEL_DIM,
     }
-    print("correctness (Triton on CUDA vs reference):", flush=True)
     cases = [
         (kind, p, shape, dt)
         for kind, p in (("lssa", 1.0), ("lssar", 3.0), ("lssar", 15.0))
@@ -255,9 +257,13 @@ def run_cuda(args, torch, F, kernels) -> dict:
             ((1, 4, 2048, 64), "bfloat16"),
         )
     ]
-    result["correctness"] = correctness(torch, kernels, "cuda", cases)
+    if args.no_correctness:
+        result["correctness"] = "skipped (--no-correctness)"
+    else:
+        print("correctness (Triton on CUDA vs reference):", flush=True)
+        result["correctness"] = correctness(torch, kernels, "cuda", cases)
 
-    fns = methods(torch, F, kernels)
+    fns = {name: fn for name, fn in methods(torch, F, kernels).items() if not args.methods or name in args.methods}
     rows = []
     for D in args.head_dims:
         for T in args.seq_lens:

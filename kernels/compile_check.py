@@ -22,6 +22,8 @@ from .backend import interpreter_enabled, triton_available
 POINTER_ARGS = ("Q", "K", "V", "Out", "U", "DO", "DK", "DV", "DQ", "X")
 FLOAT32_POINTER_ARGS = ("RQ", "RK", "Stats")
 FLOAT_ARGS = ("log_d", "p")
+# kernels compiled a second time with float64 scalars, as torch.compile (Inductor) launches them
+FLOAT64_CHECKED = ("lssa_forward", "lssar_forward", "coefficients", "dkdv", "dq")
 
 
 def _kernels():
@@ -125,8 +127,10 @@ def cases(full: bool = False) -> list[tuple[str, str, dict, int, int]]:
     return out
 
 
-def compile_kernel(fn, dtype: str, constexprs: dict, num_warps: int, num_stages: int, arch: int = 90):
-    """Compile one JIT kernel for CUDA sm_<arch>; pointer arguments of element type dtype."""
+def compile_kernel(fn, dtype: str, constexprs: dict, num_warps: int, num_stages: int, arch: int = 90,
+                   float_type: str = "fp32"):
+    """Compile one JIT kernel for CUDA sm_<arch>; pointer arguments of element type dtype, the scalar float
+    arguments (log_d, p) of float_type ("fp64" is how torch.compile's Inductor passes Python floats)."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -139,7 +143,7 @@ def compile_kernel(fn, dtype: str, constexprs: dict, num_warps: int, num_stages:
         elif name in FLOAT32_POINTER_ARGS:
             signature[name] = "*fp32"
         elif name in FLOAT_ARGS:
-            signature[name] = "fp32"
+            signature[name] = float_type
         else:
             signature[name] = "i32"
     src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(constexprs))
@@ -158,12 +162,14 @@ def main(argv=None) -> int:
     if interpreter_enabled():
         raise SystemExit("unset TRITON_INTERPRET: the interpreter replaces the compiler")
     fns = _kernels()
-    for name, dtype, constexprs, warps, stages in cases(args.all):
+    todo = [(*case, "fp32") for case in cases(args.all)]
+    todo += [(*case, "fp64") for case in cases() if case[0] in FLOAT64_CHECKED]
+    for name, dtype, constexprs, warps, stages, float_type in todo:
         t0 = time.perf_counter()
-        compiled = compile_kernel(fns[name], dtype, constexprs, warps, stages, args.arch)
+        compiled = compile_kernel(fns[name], dtype, constexprs, warps, stages, args.arch, float_type)
         tiles = {k: v for k, v in constexprs.items() if k != "PRECISION"}
         print(
-            f"sm_{args.arch} {name} {dtype} {tiles} warps={warps} stages={stages}: "
+            f"sm_{args.arch} {name} {dtype} {tiles} warps={warps} stages={stages} floats={float_type}: "
             f"ok, shared memory {compiled.metadata.shared} B ({time.perf_counter() - t0:.1f} s)",
             flush=True,
         )

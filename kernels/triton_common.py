@@ -315,6 +315,7 @@ def _bwd_coefficients_kernel(
     REWEIGHT: tl.constexpr,
 ):
     """Per-row backward coefficients a, b, c (see the module docstring) from out, dO, U, row stats."""
+    p = tl.cast(p, tl.float32)  # torch.compile may pass float64
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -477,6 +478,7 @@ def _bwd_dkdv_kernel(
     PRECISION: tl.constexpr,
 ):
     """dk, dv of one block of BLOCK_N keys, looping over the query blocks at or after it."""
+    log_d, p = tl.cast(log_d, tl.float32), tl.cast(p, tl.float32)  # torch.compile may pass float64
     pid_n = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -658,6 +660,7 @@ def _bwd_dq_kernel(
     PRECISION: tl.constexpr,
 ):
     """dq of one block of BLOCK_M query rows, looping over the key blocks up to the diagonal."""
+    log_d, p = tl.cast(log_d, tl.float32), tl.cast(p, tl.float32)  # torch.compile may pass float64
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
