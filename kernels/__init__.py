@@ -6,11 +6,12 @@ does not import triton; without it, backend="auto" runs the PyTorch references.
 """
 
 from .attention import lssa_attention, lssar_attention
-from .backend import TRITON_HEAD_DIMS, triton_available
+from .backend import TRITON_HEAD_DIMS, cuda_kernel_supports_power, triton_available
 from .reference import laser_attention, lssa_reference, lssar_reference
 
 __all__ = [
     "TRITON_HEAD_DIMS",
+    "cuda_kernel_supports_power",
     "laser_attention",
     "lssa_attention",
     "lssa_reference",

@@ -1,15 +1,16 @@
 """Public entry points: causal LSSA and LSSAR attention on the best available backend.
 
 backend="triton" runs the fused Triton kernels (CUDA tensors, or CPU tensors under TRITON_INTERPRET=1),
-"torch" the plain PyTorch reference, "auto" Triton on CUDA when it is importable and supports the dtype
-and head dim, the reference otherwise (never the slow interpreter).
+"torch" the plain PyTorch reference, "auto" Triton on CUDA when it is importable and supports the dtype,
+head dim and (LSSAR) power, the reference otherwise (never the slow interpreter). On CUDA the LSSAR kernels
+take whole-number p in 1..64 only (see ``backend.cuda_kernel_supports_power``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from .backend import check_triton_inputs, resolve_backend
+from .backend import check_triton_inputs, cuda_kernel_supports_power, resolve_backend
 from .checks import check_p, check_qkv
 from .reference import lssa_reference, lssar_reference
 
@@ -46,9 +47,14 @@ def lssar_attention(
     """
     check_qkv(q, k, v)
     p = check_p(p)
+    if backend == "auto" and q.is_cuda and not cuda_kernel_supports_power(p):
+        backend = "torch"
     if resolve_backend(backend, q) == "torch":
         return lssar_reference(q, k, v, p=p)
     check_triton_inputs(q)
+    if q.is_cuda and not cuda_kernel_supports_power(p):
+        raise ValueError(f"backend='triton' runs LSSAR on CUDA for whole-number p in 1..64 only, got p={p}; "
+                         "use backend='auto' or 'torch'")
     from .lssar_triton import lssar_triton
 
     return lssar_triton(q, k, v, p)

@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .backend import interpreter_enabled
+from .backend import MAX_INT_POWER, interpreter_enabled
 from .reference import NORM_EPS
 
 # Row statistics: one float32 tensor of shape (N_STATS, B, H, T); indices as compile-time constants.
@@ -50,7 +50,6 @@ N_STATS = 9
 NORM_EPS_C = tl.constexpr(NORM_EPS)  # the reference's norm clamp, as a kernel constant
 NORM_EPS_SQ = tl.constexpr(NORM_EPS * NORM_EPS)  # |x|^2 below this: the norm was clamped
 
-MAX_INT_POWER = 64  # integer p up to this use repeated squaring; larger or fractional p use exp2/log2
 
 
 # ----------------------------------------------------------------------------------------------------------

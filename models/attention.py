@@ -68,7 +68,8 @@ def attend(name: str, q, k, v, p: float = 15.0, window: int | None = None, chunk
     if name == "softmax":
         return softmax_attention(q, k, v, window, chunk_size)
     if name in ("lssa", "lssar"):
-        fused = q.is_cuda and window is None and kernels.triton_available()
+        fused = q.is_cuda and window is None and kernels.triton_available() and \
+            (name == "lssa" or kernels.cuda_kernel_supports_power(p))
         if name == "lssa":
             return kernels.lssa_attention(q, k, v) if fused else \
                 kernels.lssa_reference(q, k, v, window=window, chunk_size=chunk_size)

@@ -271,6 +271,11 @@ def test_auto_backend_never_uses_the_interpreter_on_cpu():
     assert torch.equal(kernels.lssar_attention(q, k, v), lssar_reference(q, k, v))
 
 
+def test_cuda_kernels_take_whole_number_powers_only():
+    assert all(kernels.cuda_kernel_supports_power(p) for p in (1, 3.0, 15, 64))
+    assert not any(kernels.cuda_kernel_supports_power(p) for p in (0.5, 2.5, 65, 15.000001))
+
+
 def test_import_without_triton_falls_back_to_torch():
     code = (
         "import sys; sys.modules['triton'] = None\n"
@@ -319,7 +324,10 @@ def check_triton(kind: str, p: float, q, k, v, blocks="square", seed=0):
     return out
 
 
-KINDS = [("lssa", 1.0), ("lssar", 1.0), ("lssar", 3.0), ("lssar", 15.0), ("lssar", 2.5)]
+# p = 2.5 takes the kernels' real-power path: checked under the interpreter; on CUDA it failed this check on
+# an H200 and is refused there (see kernels.backend.cuda_kernel_supports_power and the gpu tests below)
+KINDS = [("lssa", 1.0), ("lssar", 1.0), ("lssar", 3.0), ("lssar", 15.0),
+         pytest.param("lssar", 2.5, marks=pytest.mark.skipif(ON_CUDA, reason="real p is refused on CUDA"))]
 
 
 @needs_triton
@@ -427,3 +435,12 @@ def test_gpu_bf16_p15_at_16k_is_finite_and_close(D):
     s = slice(0, 1024)
     ref = lssar_reference(q[:, :, s].float(), k[:, :, s].float(), v[:, :, s].float(), 15.0)
     assert rel_err(out[:, :, s], ref) < 5e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_CUDA, reason="needs CUDA and ORBITLAW_TEST_CUDA=1")
+def test_gpu_real_power_runs_the_reference_under_auto_and_is_refused_by_triton():
+    q, k, v = qkv(1, 2, 37, 32, seed=30, dtype=torch.float32, device="cuda")
+    assert torch.equal(kernels.lssar_attention(q, k, v, p=2.5), lssar_reference(q, k, v, p=2.5))
+    with pytest.raises(ValueError, match="whole-number p"):
+        kernels.lssar_attention(q, k, v, p=2.5, backend="triton")
