@@ -3,6 +3,11 @@ extrapolation (loss on sequences several times the training context; needs rotar
 
 Writes ``RUN/eval.json``. Position metrics use the decoded bin centres (AU) of the argmax prediction
 and of the true next token, over targets that are positions (not time-step or pad ids).
+
+``baselines`` puts the model beside two predictors that know no physics, on the same targets (positions
+whose body has two earlier positions in the context): ``repeat_last`` predicts the body's previous
+position, ``constant_velocity`` extrapolates its last two positions linearly. A model that has learned
+anything about orbits beats both; one that has not sits near or above repeat_last.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
     correct = np.zeros(2)
     n_pos = 0
     errors, preds, trues = [], [], []
+    base = {"model": [], "repeat_last": [], "constant_velocity": []}
+    base_exact = {name: 0 for name in base}
     for start in range(0, min(n_seq, len(split)), batch):
         idx = np.arange(start, min(start + batch, n_seq, len(split)))
         x, y = make_batch(split.tokens, idx, context, device)
@@ -60,13 +67,40 @@ def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
         errors.append(np.linalg.norm(p_xy - t_xy, axis=-1))
         preds.append(p_xy)
         trues.append(t_xy)
+        for row, i in enumerate(idx):
+            guesses = _baseline_guesses(true[row], pred[row], int(split.n_planets[i]) + 1, spec.num_bins)
+            if guesses is None:
+                continue
+            target, guesses = guesses
+            for name, guess in guesses.items():
+                guess_xy = np.nan_to_num(spec.decode(guess), nan=0.0)  # a non-position id: the origin, as above
+                base[name].append(np.linalg.norm(guess_xy - spec.decode(target), axis=-1))
+                base_exact[name] += int(np.all(guess == target, axis=-1).sum())
     preds, trues = np.concatenate(preds), np.concatenate(trues)
+    n_base = sum(len(e) for e in base["model"])
+    baselines = {"targets": n_base, **{name: {
+        "position_error_au": float(np.concatenate(e).mean()) if n_base else None,
+        "exact_bin_accuracy": base_exact[name] / n_base if n_base else None} for name, e in base.items()}}
     ss_res = np.sum((preds - trues) ** 2, axis=0)
     ss_tot = np.sum((trues - trues.mean(0)) ** 2, axis=0)
     return {"loss": total_loss / count, "accuracy": {"x": correct[0] / n_pos, "y": correct[1] / n_pos},
             "position_error_au": float(np.concatenate(errors).mean()),
             "r2_positions": {"x": float(1 - ss_res[0] / ss_tot[0]), "y": float(1 - ss_res[1] / ss_tot[1])},
-            "sequences": count, "tokens": count * context}
+            "baselines": baselines, "sequences": count, "tokens": count * context}
+
+
+def _baseline_guesses(true: np.ndarray, pred: np.ndarray, bodies: int, num_bins: int):
+    """For one sequence's targets (T, 2) and argmax predictions (T, 2), with ``bodies`` tokens per time step:
+    the targets whose body has two earlier positions, and the model's, repeat-last and constant-velocity
+    guesses for them ((n, 2) bin ids each, clipped to the bins); None if there are none."""
+    t = np.arange(2 * bodies, len(true))
+    prev, prev2 = true[t - bodies], true[t - 2 * bodies]
+    keep = np.all((true[t] < num_bins) & (prev < num_bins) & (prev2 < num_bins), axis=-1)
+    if not keep.any():
+        return None
+    t, prev, prev2 = t[keep], prev[keep].astype(np.int64), prev2[keep].astype(np.int64)
+    linear = np.clip(2 * prev - prev2, 0, num_bins - 1)
+    return true[t], {"model": pred[t], "repeat_last": prev, "constant_velocity": linear}
 
 
 @torch.no_grad()

@@ -38,12 +38,18 @@ class GPTConfig:
     regression: bool = False
     pad_id: int | None = 7002
     chunk_size: int | None = None
+    embed_init: str = "normal"
+    num_bins: int = 7000
 
     def validate(self) -> None:
         if self.attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
         if not self.p > 0:
             raise ValueError(f"LSSAR power p must be > 0, got {self.p}")
+        if self.embed_init not in ("normal", "fourier"):
+            raise ValueError(f"unknown embedding init {self.embed_init!r}; choose normal or fourier")
+        if not 1 <= self.num_bins <= self.vocab_size:
+            raise ValueError(f"num_bins must be in 1..vocab_size ({self.vocab_size}), got {self.num_bins}")
         if self.pos not in ("learned", "rope"):
             raise ValueError(f"unknown position encoding {self.pos!r}; choose learned or rope")
         if self.n_embd % self.n_head:
@@ -58,6 +64,21 @@ class GPTConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+FOURIER_HEAD_RMS = 0.1  # RMS of the head's bin rows under embed_init="fourier" (the normal init: 0.02)
+
+
+def fourier_features(num_bins: int, d: int) -> torch.Tensor:
+    """(num_bins, d) float32 sin/cos features of the bin centres u = (k + 1/2) / num_bins in (0, 1), at d / 2
+    frequencies spaced geometrically from 1/2 to num_bins / 4 cycles over the tokeniser's range (periods from
+    200 AU down to 4 bins for the reference 7000 bins over 100 AU); each column has RMS 1/sqrt(2)."""
+    u = (torch.arange(num_bins, dtype=torch.float64) + 0.5) / num_bins
+    freqs = torch.logspace(math.log10(0.5), math.log10(num_bins / 4), d // 2, dtype=torch.float64)
+    angles = 2 * math.pi * u[:, None] * freqs[None, :]
+    out = torch.zeros(num_bins, d, dtype=torch.float64)
+    out[:, 0:2 * (d // 2):2], out[:, 1:2 * (d // 2):2] = angles.sin(), angles.cos()
+    return out.float()
 
 
 def rope_tables(T: int, head_dim: int, base: float, device, dtype=torch.float32):
@@ -144,6 +165,33 @@ class GPT(nn.Module):
         for name, param in self.named_parameters():  # GPT-2 scaled init of residual projections
             if name.endswith("c_proj.weight"):
                 nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        if config.embed_init == "fourier" and not config.regression:
+            self._fourier_init()
+
+    @torch.no_grad()
+    def _fourier_init(self, head_rms: float = FOURIER_HEAD_RMS):
+        """Start the model as a readable map of positions: the x coordinate in the first half of the residual
+        stream, y in the second.
+
+        Bin rows of ``wte_x`` are [F(bin), 0] and of ``wte_y`` [0, F(bin)], with F the (n_embd / 2)-wide
+        Fourier features of the bin centre (RMS 0.02, as the normal init); ``in_proj`` starts as the block
+        identity taking x's half from wte_x and y's half from wte_y; the head's x rows read [F(bin), 0] and
+        its y rows [0, F(bin)], scaled to RMS ``head_rms`` so that a residual carrying F(x) gives logits
+        peaked at x. Nearby bins start with nearby vectors, so the model does not have to discover the order
+        of 7000 bins one by one. Time-step and pad rows keep the normal init.
+        """
+        c = self.config
+        half = c.n_embd // 2
+        feats = fourier_features(c.num_bins, half)
+        for coord, table in enumerate((self.wte_x, self.wte_y)):
+            table.weight[:c.num_bins] = 0.0
+            table.weight[:c.num_bins, coord * half:(coord + 1) * half] = feats * (0.02 * math.sqrt(2))
+            rows = slice(coord * c.vocab_size, coord * c.vocab_size + c.num_bins)
+            self.head.weight[rows] = 0.0
+            self.head.weight[rows, coord * half:(coord + 1) * half] = feats * (head_rms * math.sqrt(2))
+        eye = torch.eye(half)
+        self.in_proj.weight[:half, :half] = eye  # x's half of wte_x -> residual[:half]
+        self.in_proj.weight[half:2 * half, c.n_embd + half:c.n_embd + 2 * half] = eye  # y's half of wte_y
 
     @staticmethod
     def _init_weights(module):

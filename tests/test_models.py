@@ -36,6 +36,8 @@ def test_build_model_interface_shapes():
         ({"attention": "lssar", "p": -3.0}, "p must be > 0"),
         ({"pos": "alibi"}, "unknown position encoding"),
         ({"bogus": 1}, "unknown model setting"),
+        ({"embed_init": "xavier"}, "unknown embedding init"),
+        ({"num_bins": 8000}, "num_bins must be in"),
     ],
 )
 def test_bad_model_settings(kwargs, message):
@@ -124,3 +126,18 @@ def test_regression_variant():
     out, loss = model(xy, xy)
     assert out.shape == (2, 10, 2) and loss.ndim == 0
     loss.backward()
+
+
+def test_fourier_init_orders_the_bins_and_keeps_the_normal_scale():
+    torch.manual_seed(0)
+    model = models.build_model("tiny", embed_init="fourier")
+    bins = model.config.num_bins
+    for table in (model.wte_x.weight, model.wte_y.weight, model.head.weight[:bins],
+                  model.head.weight[model.config.vocab_size:model.config.vocab_size + bins]):
+        rows = table[:bins].detach()
+        assert abs(rows.pow(2).mean().sqrt().item() - 0.02) < 1e-3  # the normal init's RMS
+        sim = torch.nn.functional.cosine_similarity(rows[3000:3001], rows[[3001, 3010, 3100, 6000]])
+        assert sim[0] > 0.9 and sim[0] > sim[1] > sim[2] > abs(sim[3])  # nearby bins, nearby vectors
+    assert torch.equal(model.wte_x.weight[:bins], model.head.weight[:bins])
+    normal = models.build_model("tiny")  # time-step and pad rows keep the normal init in both
+    assert abs(model.wte_x.weight[bins:].std().item() - normal.wte_x.weight[bins:].std().item()) < 0.01

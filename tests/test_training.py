@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import orbits
@@ -166,6 +167,9 @@ def test_evaluate_writes_metrics_and_extrapolates_with_rope(data, tmp_path):
     for key in ("loss", "accuracy", "position_error_au", "r2_positions", "code_version"):
         assert key in ev
     assert 0 <= ev["accuracy"]["x"] <= 1 and ev["position_error_au"] > 0
+    base = ev["baselines"]
+    assert base["targets"] > 0 and set(base) == {"targets", "model", "repeat_last", "constant_velocity"}
+    assert all(base[k]["position_error_au"] >= 0 for k in ("model", "repeat_last", "constant_velocity"))
     bad = _cli("evaluate", "--run", str(learned), "--data", str(data), "--lengths", "1,2")
     assert bad.returncode == 2 and "needs rotary positions" in bad.stderr
 
@@ -187,3 +191,16 @@ def test_resume_refuses_settings_that_change_the_trajectory(data, tmp_path):
     with pytest.raises(ValueError, match="micro-batch must be between 1 and the batch size"):
         train(_config(data, tmp_path / "other", micro_batch=-1), progress=False)
     assert train(_config(data, run, max_steps=5), resume=True, progress=False)["step"] == 5
+
+
+def test_baseline_guesses_repeat_and_extrapolate_each_body():
+    from models.evaluate import _baseline_guesses
+
+    # targets of one sequence with 2 bodies per step: body A moves +10 bins a step, body B stays; a pad at the end
+    true = np.array([[100, 50], [900, 900], [110, 50], [900, 900], [120, 50], [900, 900], [130, 50], [7002, 7002]])
+    pred = true.copy()
+    target, guesses = _baseline_guesses(true, pred, bodies=2, num_bins=7000)
+    assert target.tolist() == [[120, 50], [900, 900], [130, 50]]
+    assert guesses["repeat_last"].tolist() == [[110, 50], [900, 900], [120, 50]]
+    assert guesses["constant_velocity"].tolist() == target.tolist()
+    assert _baseline_guesses(true[:3], pred[:3], bodies=2, num_bins=7000) is None
