@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -170,6 +171,15 @@ def _allocate(stage: Path, config: dict) -> None:
                 os.close(fd)
 
 
+def _npy_layout(fd: int) -> tuple[tuple[int, ...], np.dtype, int]:
+    """Shape, dtype and data offset (bytes) of the .npy file open at ``fd``, from its header."""
+    with os.fdopen(os.dup(fd), "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f)
+        return shape, dtype, f.tell()
+
+
 def _write_block(task) -> dict:
     """Worker: build one block, write it at its offset in the preallocated files, return its digests.
 
@@ -183,12 +193,12 @@ def _write_block(task) -> dict:
     digests = {}
     for name, values in arrays.items():
         path = Path(stage) / split / f"{name}.npy"
-        header = np.load(path, mmap_mode="r")
-        data = np.ascontiguousarray(values, dtype=header.dtype).tobytes()
-        offset = header.offset + block * SHARD_SIZE * (header.nbytes // max(1, header.shape[0]))
-        del header
-        fd = os.open(path, os.O_WRONLY)
+        fd = os.open(path, os.O_RDWR)
         try:
+            shape, dtype, start = _npy_layout(fd)
+            values = np.ascontiguousarray(values, dtype=dtype)
+            data = memoryview(values).cast("B")  # the array's bytes, without a copy
+            offset = start + block * SHARD_SIZE * dtype.itemsize * math.prod(shape[1:])
             if os.pwrite(fd, data, offset) != len(data):
                 raise OSError(f"short write to {path}")
         finally:

@@ -11,20 +11,33 @@ import math
 import numba
 import numpy as np
 
-from orbits.kepler import _orbit_state, _solve_block
+from orbits.kepler import _orbit_state, _reduce, _solve_trajectories
 from orbits.systems import G, SystemBatch
 from orbits.tokenizer import TokenizerSpec, _bin
 
 
-@numba.njit(cache=True, inline="always")
-def _eccentric_anomalies(e, M0, mean_motion, dt, steps, M, E, sE, cE):
-    """sin E and cos E (in ``sE``, ``cE``) at t = k * dt, k < steps, for one orbit."""
-    for k in range(steps):
-        M[k] = M0 + mean_motion * (k * dt)
-    _solve_block(M[:steps], e, E[:steps], sE[:steps], cE[:steps])
+@numba.njit(cache=True, error_model="numpy")
+def _eccentric_anomalies(i, N, steps, masses, a, e, M0, dt, buf):
+    """sin E and cos E, each (N, steps), of the N planets of system i at t = k * dt, k < steps.
+
+    ``buf`` is scratch space of at least 4 * N * steps floats; returns views into it and the planets'
+    mean motions (rad/yr)."""
+    P = a.shape[1]
+    size = N * steps
+    M = buf[:size].reshape(N, steps)
+    E = buf[size:2 * size].reshape(N, steps)
+    sE = buf[2 * size:3 * size].reshape(N, steps)
+    cE = buf[3 * size:4 * size].reshape(N, steps)
+    mean_motion = np.empty(N)
+    for j in range(N):
+        mean_motion[j] = math.sqrt(G * (masses[i, j] + masses[i, P]) / a[i, j] ** 3)
+        for k in range(steps):
+            M[j, k] = _reduce(M0[i, j] + mean_motion[j] * (k * dt[i]))
+    _solve_trajectories(M, e[i, :N].copy(), E, sE, cE)
+    return sE, cE, mean_motion
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, dt_ids, steps, lo, width,
                  num_bins, pad, out):
     """Token sequences (n, L, 2) straight from the orbits: the fast path for token-only presets.
@@ -36,64 +49,70 @@ def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, 
     n, P = a.shape
     slots = out.shape[1] - 1
     outside = 0
-    M, E, sE, cE = np.empty(steps), np.empty(steps), np.empty(steps), np.empty(steps)
+    buf = np.empty(4 * P * steps)
     for i in range(n):
+        N = n_planets[i]
+        stride = N + 1
+        steps_i = min(steps, (slots + N) // stride)
         out[i, 0, 0] = dt_ids[i]
         out[i, 0, 1] = dt_ids[i]
-        for s in range(slots):
+        for s in range(steps_i * stride, slots):
             out[i, s + 1, 0] = pad
             out[i, s + 1, 1] = pad
-        N = n_planets[i]
+        sE, cE, _ = _eccentric_anomalies(i, N, steps_i, masses, a, e, M0, dt, buf)
         ms = masses[i, P]
-        steps_i = min(steps, (slots + N) // (N + 1))
-        for j in range(N):
-            mp = masses[i, j]
-            mean_motion = math.sqrt(G * (mp + ms) / a[i, j] ** 3)
-            _eccentric_anomalies(e[i, j], M0[i, j], mean_motion, dt[i], steps_i, M, E, sE, cE)
-            cw, sw = math.cos(omega[i, j]), math.sin(omega[i, j])
-            ax, ay = a[i, j], a[i, j] * math.sqrt(1.0 - e[i, j] ** 2)
+        for j in range(N + 1):  # the planets, then the star
+            body = j if j < N else 0  # the star's position follows from planet 1's orbit
+            mp = masses[i, body]
+            cw, sw = math.cos(omega[i, body]), math.sin(omega[i, body])
+            ecc = e[i, body]
+            ax, ay = a[i, body], a[i, body] * math.sqrt(1.0 - ecc ** 2)
             if frozen[i]:  # the planet orbits the pinned star
-                ox, oy, share, star_share = star_pos[i, 0], star_pos[i, 1], 1.0, 0.0
+                ox, oy, share = star_pos[i, 0], star_pos[i, 1], 1.0
             else:  # planet and star orbit their centre of mass
-                ox, oy, share, star_share = com[i, 0], com[i, 1], ms / (mp + ms), mp / (mp + ms)
-            for k in range(steps_i):
-                px = ax * (cE[k] - e[i, j])
-                py = ay * sE[k]
+                ox, oy = com[i, 0], com[i, 1]
+                share = ms / (mp + ms) if j < N else -mp / (mp + ms)
+            fits = min(steps_i, (slots - 1 - j) // stride + 1)  # steps whose slot for this body exists
+            if frozen[i] and j == N:  # the pinned star: one token throughout
+                bx, o1 = _bin(ox, lo, width, num_bins)
+                by, o2 = _bin(oy, lo, width, num_bins)
+                for k in range(fits):
+                    out[i, 1 + k * stride + j, 0] = bx
+                    out[i, 1 + k * stride + j, 1] = by
+                outside += fits * (o1 + o2)
+                continue
+            for k in range(fits):
+                px = ax * (cE[body, k] - ecc)
+                py = ay * sE[body, k]
                 x = cw * px - sw * py
                 y = sw * px + cw * py
-                slot = 1 + k * (N + 1) + j
-                if slot <= slots:
-                    out[i, slot, 0], o1 = _bin(ox + share * x, lo, width, num_bins)
-                    out[i, slot, 1], o2 = _bin(oy + share * y, lo, width, num_bins)
-                    outside += o1 + o2
-                slot = 1 + k * (N + 1) + N
-                if j == 0 and slot <= slots:
-                    out[i, slot, 0], o1 = _bin(ox - star_share * x, lo, width, num_bins)
-                    out[i, slot, 1], o2 = _bin(oy - star_share * y, lo, width, num_bins)
-                    outside += o1 + o2
+                bx, o1 = _bin(ox + share * x, lo, width, num_bins)
+                by, o2 = _bin(oy + share * y, lo, width, num_bins)
+                out[i, 1 + k * stride + j, 0] = bx
+                out[i, 1 + k * stride + j, 1] = by
+                outside += o1 + o2
     return outside
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _fill_states(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, out_pos, out_vel):
     """Positions (AU) and velocities (AU/yr), (n, steps, B, 2), of every planet and the star."""
     n, P = a.shape
     steps = out_pos.shape[1]
-    M, E, sE, cE = np.empty(steps), np.empty(steps), np.empty(steps), np.empty(steps)
+    buf = np.empty(4 * P * steps)
     for i in range(n):
         N = n_planets[i]
         ms = masses[i, P]
+        sE, cE, mean_motion = _eccentric_anomalies(i, N, steps, masses, a, e, M0, dt, buf)
         for j in range(N):
             mp = masses[i, j]
-            mean_motion = math.sqrt(G * (mp + ms) / a[i, j] ** 3)
-            _eccentric_anomalies(e[i, j], M0[i, j], mean_motion, dt[i], steps, M, E, sE, cE)
             cw, sw = math.cos(omega[i, j]), math.sin(omega[i, j])
             if frozen[i]:
                 ox, oy, share, star_share = star_pos[i, 0], star_pos[i, 1], 1.0, 0.0
             else:
                 ox, oy, share, star_share = com[i, 0], com[i, 1], ms / (mp + ms), mp / (mp + ms)
             for k in range(steps):
-                x, y, vx, vy = _orbit_state(a[i, j], e[i, j], mean_motion, sE[k], cE[k], cw, sw)
+                x, y, vx, vy = _orbit_state(a[i, j], e[i, j], mean_motion[j], sE[j, k], cE[j, k], cw, sw)
                 out_pos[i, k, j, 0] = ox + share * x
                 out_pos[i, k, j, 1] = oy + share * y
                 out_vel[i, k, j, 0] = share * vx
@@ -139,7 +158,7 @@ def analytic_states(batch: SystemBatch, steps: int) -> tuple[np.ndarray, np.ndar
     return pos, vel
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _layout(pos, n_planets, out_xy):
     n, S, B, _ = pos.shape
     slots = out_xy.shape[1]
@@ -163,7 +182,7 @@ def token_order(positions: np.ndarray, n_planets: np.ndarray, seq_len: int) -> n
     return xy
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _encode_sequences(xy, dt_ids, lo, width, num_bins, pad, out):
     outside = 0
     n, slots, _ = xy.shape
