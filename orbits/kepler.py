@@ -248,7 +248,7 @@ def _solve_trajectories(M, e, E, s, c):
     # Cold elements (every step of an orbit that is not warm-started, and the first step of each
     # segment) are solved together from scratch. Lanes are the segments of warm orbits, full-length
     # ones first, so the lanes still running at offset t are a prefix.
-    cold = np.empty(P * S, np.int64)
+    cold, Mc, ec = np.empty(P * S, np.int64), np.empty(P * S), np.empty(P * S)
     base = np.empty(P * n_seg, np.int64)
     ecc = np.empty(P * n_seg)
     n_cold = n_full = n_lanes = 0
@@ -265,20 +265,16 @@ def _solve_trajectories(M, e, E, s, c):
                     base[n_lanes] = k0
                     ecc[n_lanes] = e[p]
                     n_lanes += 1
-                    cold[n_cold] = k0
+                    cold[n_cold], Mc[n_cold], ec[n_cold] = k0, Mf[k0], e[p]
                     n_cold += 1
                 else:
                     for k in range(k0, min(k0 + SEGMENT, (p + 1) * S)):
-                        cold[n_cold] = k
+                        cold[n_cold], Mc[n_cold], ec[n_cold] = k, Mf[k], e[p]
                         n_cold += 1
         if full:
             n_full = n_lanes
-    cold = cold[:n_cold]
-    Mc, ec = Mf[cold], np.empty(n_cold)
-    for k in range(n_cold):
-        ec[k] = e[cold[k] // S]
     Ec, sc, cc = np.empty(n_cold), np.empty(n_cold), np.empty(n_cold)
-    _solve_cold(Mc, ec, Ec, sc, cc)
+    _solve_cold(Mc[:n_cold], ec[:n_cold], Ec, sc, cc)
     for k in range(n_cold):
         Ef[cold[k]], sf[cold[k]], cf[cold[k]] = Ec[k], sc[k], cc[k]
     # Lane state: the last solution (E, sin E, cos E) of each lane, kept contiguous so the passes vectorise.
