@@ -201,6 +201,10 @@ def _write_block(task) -> dict:
             offset = start + block * SHARD_SIZE * dtype.itemsize * math.prod(shape[1:])
             if os.pwrite(fd, data, offset) != len(data):
                 raise OSError(f"short write to {path}")
+            # Start writing these pages to disk now, in the background (and let the kernel drop them
+            # once clean), so the final fsync has little left to wait for and the page cache does
+            # not fill with the whole dataset.
+            os.posix_fadvise(fd, offset, len(data), os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
         digests[name] = hashlib.sha256(data).hexdigest()
