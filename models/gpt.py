@@ -66,7 +66,7 @@ class GPTConfig:
         return asdict(self)
 
 
-FOURIER_HEAD_RMS = 0.1  # RMS of the head's bin rows under embed_init="fourier" (the normal init: 0.02)
+FOURIER_HEAD_RMS = 0.8  # RMS of the head's bin rows under embed_init="fourier" (the normal init: 0.02)
 
 
 def fourier_features(num_bins: int, d: int) -> torch.Tensor:

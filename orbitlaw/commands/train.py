@@ -18,6 +18,9 @@ def add_parser(sub) -> None:
     p.add_argument("--p", type=float, default=15.0, help="LSSAR power (default 15)")
     p.add_argument("--pos", choices=("learned", "rope"), default="learned", help="position encoding")
     p.add_argument("--window", type=int, default=None, help="sliding attention window (tokens)")
+    p.add_argument("--embed-init", choices=("normal", "fourier"), default=None,
+                   help="bin embeddings and head rows: GPT-2 normal init, or Fourier features of the bin "
+                        "centre (default: the preset's; tiny uses fourier, small and gpt-109m normal)")
     p.add_argument("--out", required=True, metavar="RUN", help="run directory")
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--checkpoint-every", type=int, default=100, metavar="K")
@@ -43,7 +46,8 @@ def run(args) -> int:
                       checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
                       lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
-                      compile=args.compile)
+                      compile=args.compile,
+                      model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
     try:
         summary = train(cfg, resume=args.resume, progress=not args.quiet)
     except TrainingStopped as exc:
