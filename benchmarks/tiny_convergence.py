@@ -28,7 +28,7 @@ import torch
 import orbits
 from models.evaluate import evaluate
 from models.train import TrainConfig, train
-from orbits.provenance import code_version
+from orbits.provenance import code_version, write_json_atomic
 
 
 def unigram_entropy(tokens: np.ndarray, num_bins: int) -> float:
@@ -93,10 +93,9 @@ def main() -> None:
               "machine": {"threads": torch.get_num_threads(), "processor": platform.processor() or platform.machine(),
                           "torch": torch.__version__},
               "code_version": code_version(), "args": vars(args)}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {out}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(args.out), report)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

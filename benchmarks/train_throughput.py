@@ -16,7 +16,6 @@ memory is the CUDA peak (``torch.cuda.max_memory_allocated``) of LSSAR and, for 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import torch
 
 import models
 import orbits
-from orbits.provenance import code_version
+from orbits.provenance import code_version, write_json_atomic
 
 
 def _sync(device: torch.device) -> None:
@@ -170,10 +169,9 @@ def main() -> None:
                     "torch": torch.__version__},
         "code_version": code_version(), "args": vars(args),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {out}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(args.out), report)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
