@@ -39,7 +39,7 @@ class GPTConfig:
     pad_id: int | None = 7002
     chunk_size: int | None = None
     embed_init: str = "normal"
-    num_bins: int = 7000
+    num_bins: int | None = None  # position ids 0..num_bins-1; None: vocab_size - 3 (2 time steps, pad)
 
     def validate(self) -> None:
         if self.attention not in ATTENTIONS:
@@ -48,8 +48,8 @@ class GPTConfig:
             raise ValueError(f"LSSAR power p must be > 0, got {self.p}")
         if self.embed_init not in ("normal", "fourier"):
             raise ValueError(f"unknown embedding init {self.embed_init!r}; choose normal or fourier")
-        if not 1 <= self.num_bins <= self.vocab_size:
-            raise ValueError(f"num_bins must be in 1..vocab_size ({self.vocab_size}), got {self.num_bins}")
+        if not 1 <= self.position_bins <= self.vocab_size:
+            raise ValueError(f"num_bins must be in 1..vocab_size ({self.vocab_size}), got {self.position_bins}")
         if self.pos not in ("learned", "rope"):
             raise ValueError(f"unknown position encoding {self.pos!r}; choose learned or rope")
         if self.n_embd % self.n_head:
@@ -61,6 +61,11 @@ class GPTConfig:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+
+    @property
+    def position_bins(self) -> int:
+        """How many ids (0..position_bins-1) are position bins: num_bins, or all but the 2 time steps and pad."""
+        return self.num_bins if self.num_bins is not None else self.vocab_size - 3
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,11 +187,12 @@ class GPT(nn.Module):
         """
         c = self.config
         half = c.n_embd // 2
-        feats = fourier_features(c.num_bins, half)
+        bins = c.position_bins
+        feats = fourier_features(bins, half)
         for coord, table in enumerate((self.wte_x, self.wte_y)):
-            table.weight[:c.num_bins] = 0.0
-            table.weight[:c.num_bins, coord * half:(coord + 1) * half] = feats * (0.02 * math.sqrt(2))
-            rows = slice(coord * c.vocab_size, coord * c.vocab_size + c.num_bins)
+            table.weight[:bins] = 0.0
+            table.weight[:bins, coord * half:(coord + 1) * half] = feats * (0.02 * math.sqrt(2))
+            rows = slice(coord * c.vocab_size, coord * c.vocab_size + bins)
             self.head.weight[rows] = 0.0
             self.head.weight[rows, coord * half:(coord + 1) * half] = feats * (head_rms * math.sqrt(2))
         eye = torch.eye(half)

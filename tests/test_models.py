@@ -137,7 +137,8 @@ def test_fourier_init_lays_out_x_and_y_and_reads_them_back():
     torch.manual_seed(0)
     model = models.build_model("tiny", embed_init="fourier")
     c = model.config
-    bins, half, V = c.num_bins, c.n_embd // 2, c.vocab_size
+    bins, half, V = c.position_bins, c.n_embd // 2, c.vocab_size
+    assert bins == 7000
     w = model.head.weight.detach()
     for coord, (table, head_rows) in enumerate(((model.wte_x.weight, w[:bins]), (model.wte_y.weight, w[V:V + bins]))):
         own, other = slice(coord * half, (coord + 1) * half), slice((1 - coord) * half, (2 - coord) * half)
