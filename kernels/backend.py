@@ -32,6 +32,11 @@ def triton_available() -> bool:
 MAX_INT_POWER = 64  # integer p up to this use repeated squaring in the kernels; other p use exp2/log2
 
 
+def integer_power(p: float) -> int:
+    """p as a compile-time integer when it is a whole number in 1..MAX_INT_POWER, else 0 (real power)."""
+    return int(p) if float(p).is_integer() and 1 <= p <= MAX_INT_POWER else 0
+
+
 def cuda_kernel_supports_power(p: float) -> bool:
     """Whether the fused LSSAR kernels run power p on CUDA: whole numbers 1..MAX_INT_POWER.
 
@@ -39,7 +44,7 @@ def cuda_kernel_supports_power(p: float) -> bool:
     under the Triton interpreter but failed the 1e-5 float32 check on an H200 (p = 2.5, T = 1, 16, 37;
     2026-11-29), so non-integer p runs the PyTorch reference on CUDA until that path is fixed and re-checked.
     """
-    return float(p).is_integer() and 1 <= p <= MAX_INT_POWER
+    return integer_power(p) > 0
 
 
 def interpreter_enabled() -> bool:

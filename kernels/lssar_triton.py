@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .backend import integer_power
 from .triton_common import (
     FORWARD_CANDIDATES,
     N_STATS,
@@ -33,7 +34,6 @@ from .triton_common import (
     autotuned,
     dot_precision,
     head_strides,
-    integer_power,
     inverse_norms,
     launch,
     load_rows,

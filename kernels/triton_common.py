@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .backend import MAX_INT_POWER, interpreter_enabled
+from .backend import integer_power, interpreter_enabled
 from .reference import NORM_EPS
 
 # Row statistics: one float32 tensor of shape (N_STATS, B, H, T); indices as compile-time constants.
@@ -243,11 +243,6 @@ def dot_precision(dtype: torch.dtype):
     if not interpreter_enabled() and torch.backends.cuda.matmul.allow_tf32:
         return "tf32"
     return "ieee"
-
-
-def integer_power(p: float) -> int:
-    """p as a compile-time integer when it is a whole number in 1..MAX_INT_POWER, else 0 (real power)."""
-    return int(p) if float(p).is_integer() and 1 <= p <= MAX_INT_POWER else 0
 
 
 @triton.jit
