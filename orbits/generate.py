@@ -11,7 +11,7 @@ import math
 import numba
 import numpy as np
 
-from orbits.kepler import _orbit_state, _reduce, _solve_trajectories
+from orbits.kepler import SEGMENT, _orbit_state, _reduce, _solve_cold, _solve_trajectories, _warm_started, _warm_step
 from orbits.systems import G, SystemBatch
 from orbits.tokenizer import TokenizerSpec, _bin
 
@@ -37,60 +37,160 @@ def _eccentric_anomalies(i, N, steps, masses, a, e, M0, dt, buf):
     return sE, cE, mean_motion
 
 
+LANES = 2048
+"""Lanes solved together by ``_fill_tokens``: enough for long vector loops, few enough to stay in cache."""
+# Rows of ``_fill_tokens``'s lane tables: float parameters of the lane's orbit and of its tokens...
+_M0, _MOTION, _DT, _K0, _ECC, _AX, _AY, _COS_W, _SIN_W, _OX, _OY, _SHARE = range(12)
+# ...and integers: flat index of its first x token in the output, token stride per step, steps.
+_DEST, _STRIDE, _LEN = range(3)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, dt_ids, steps, lo, width,
                  num_bins, pad, out):
     """Token sequences (n, L, 2) straight from the orbits: the fast path for token-only presets.
 
-    Computes only positions (no velocities) and only the steps whose first body fits; the arithmetic is
-    that of ``_fill_states`` so the tokens equal those of the general path. Returns the number of
-    coordinates outside the tokeniser range.
+    Computes only positions (no velocities) and only the steps whose token fits in the sequence, with
+    the arithmetic of ``_fill_states`` (the same Kepler solution per orbit and step as
+    ``_solve_trajectories``, the same position formula), so the tokens equal those of the general path.
+    Returns the number of coordinates outside the tokeniser range.
+
+    The work is arranged in *lanes* so that it vectorises: a lane is one body's run of up to SEGMENT
+    consecutive steps, either a warm-started segment of a slowly advancing orbit or a single step of an
+    orbit solved from scratch at every step (as in ``_solve_trajectories``). Systems are taken in chunks
+    of about LANES lanes, and each stage of a time step is one pass over the chunk's lanes.
     """
     n, P = a.shape
-    slots = out.shape[1] - 1
+    flat = out.reshape(-1)
+    cap = LANES + (P + 1) * steps  # a chunk's lanes, at most: LANES plus one more system's
+    staged_f, staged_i = np.empty((12, cap)), np.empty((3, cap), np.int64)
+    lane_f, lane_i = np.empty((12, cap)), np.empty((3, cap), np.int64)
+    M, E, s, c = np.empty(cap), np.empty(cap), np.empty(cap), np.empty(cap)
+    scratch, ok = np.empty((3, cap)), np.empty(cap, np.bool_)
+    bx, by = np.empty(cap, np.int32), np.empty(cap, np.int32)
     outside = 0
-    buf = np.empty(4 * P * steps)
-    for i in range(n):
-        N = n_planets[i]
-        stride = N + 1
-        steps_i = min(steps, (slots + N) // stride)
-        out[i, 0, 0] = dt_ids[i]
-        out[i, 0, 1] = dt_ids[i]
-        for s in range(steps_i * stride, slots):
-            out[i, s + 1, 0] = pad
-            out[i, s + 1, 1] = pad
-        sE, cE, _ = _eccentric_anomalies(i, N, steps_i, masses, a, e, M0, dt, buf)
-        ms = masses[i, P]
-        for j in range(N + 1):  # the planets, then the star
-            body = j if j < N else 0  # the star's position follows from planet 1's orbit
-            mp = masses[i, body]
-            cw, sw = math.cos(omega[i, body]), math.sin(omega[i, body])
-            ecc = e[i, body]
-            ax, ay = a[i, body], a[i, body] * math.sqrt(1.0 - ecc ** 2)
-            if frozen[i]:  # the planet orbits the pinned star
-                ox, oy, share = star_pos[i, 0], star_pos[i, 1], 1.0
-            else:  # planet and star orbit their centre of mass
-                ox, oy = com[i, 0], com[i, 1]
-                share = ms / (mp + ms) if j < N else -mp / (mp + ms)
-            fits = min(steps_i, (slots - 1 - j) // stride + 1)  # steps whose slot for this body exists
-            if frozen[i] and j == N:  # the pinned star: one token throughout
-                bx, o1 = _bin(ox, lo, width, num_bins)
-                by, o2 = _bin(oy, lo, width, num_bins)
-                for k in range(fits):
-                    out[i, 1 + k * stride + j, 0] = bx
-                    out[i, 1 + k * stride + j, 1] = by
-                outside += fits * (o1 + o2)
-                continue
+    i = 0
+    while i < n:
+        n_lanes = 0
+        while i < n and n_lanes < LANES:
+            n_lanes, star_outside = _stage_system(i, n_planets, masses, a, e, omega, M0, com, frozen,
+                                                  star_pos, dt, dt_ids, steps, lo, width, num_bins, pad,
+                                                  out, staged_f, staged_i, n_lanes)
+            outside += star_outside
+            i += 1
+        active = _sort_lanes(staged_f, staged_i, n_lanes, lane_f, lane_i)
+        ecc = lane_f[_ECC]
+        for t in range(SEGMENT):
+            m = active[t]
+            if m == 0:
+                break
+            for q in range(m):
+                M[q] = _reduce(lane_f[_M0, q] + lane_f[_MOTION, q] * ((lane_f[_K0, q] + t) * lane_f[_DT, q]))
+            if t == 0:
+                _solve_cold(M[:m], ecc[:m], E[:m], s[:m], c[:m])
+            else:
+                _warm_step(M[:m], ecc[:m], E[:m], s[:m], c[:m], scratch, ok)
+            outside += _lane_bins(lane_f, s, c, m, lo, width, num_bins, bx, by)
+            for q in range(m):
+                k = lane_i[_DEST, q] + t * lane_i[_STRIDE, q]
+                flat[k] = bx[q]
+                flat[k + 1] = by[q]
+    return outside
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _stage_system(i, n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, dt_ids, steps, lo,
+                  width, num_bins, pad, out, lane_f, lane_i, n_lanes):
+    """Write system i's time-step token, padding and pinned-star tokens into ``out``, and append a lane
+    for each segment of every other body's steps to the tables from column ``n_lanes`` on.
+    Returns the new number of lanes and the pinned star's count of outside coordinates."""
+    P = a.shape[1]
+    L = out.shape[1]
+    slots = L - 1
+    N = n_planets[i]
+    stride = N + 1
+    steps_i = min(steps, (slots + N) // stride)
+    out[i, 0, 0] = dt_ids[i]
+    out[i, 0, 1] = dt_ids[i]
+    for slot in range(steps_i * stride, slots):
+        out[i, slot + 1, 0] = pad
+        out[i, slot + 1, 1] = pad
+    outside = 0
+    ms = masses[i, P]
+    for j in range(N + 1):  # the planets, then the star
+        body = j if j < N else 0  # the star's position follows from planet 1's orbit
+        mp = masses[i, body]
+        fits = min(steps_i, (slots - 1 - j) // stride + 1)  # steps whose slot for this body exists
+        if frozen[i]:  # the planet orbits the pinned star
+            ox, oy, share = star_pos[i, 0], star_pos[i, 1], 1.0
+        else:  # planet and star orbit their centre of mass
+            ox, oy = com[i, 0], com[i, 1]
+            share = ms / (mp + ms) if j < N else -mp / (mp + ms)
+        if frozen[i] and j == N:  # the pinned star: one token throughout
+            bx, o1 = _bin(ox, lo, width, num_bins)
+            by, o2 = _bin(oy, lo, width, num_bins)
             for k in range(fits):
-                px = ax * (cE[body, k] - ecc)
-                py = ay * sE[body, k]
-                x = cw * px - sw * py
-                y = sw * px + cw * py
-                bx, o1 = _bin(ox + share * x, lo, width, num_bins)
-                by, o2 = _bin(oy + share * y, lo, width, num_bins)
                 out[i, 1 + k * stride + j, 0] = bx
                 out[i, 1 + k * stride + j, 1] = by
-                outside += o1 + o2
+            outside += fits * (o1 + o2)
+            continue
+        motion = math.sqrt(G * (mp + ms) / a[i, body] ** 3)
+        first = _reduce(M0[i, body] + motion * (0 * dt[i]))
+        second = _reduce(M0[i, body] + motion * (1 * dt[i])) if steps_i > 1 else first
+        length = SEGMENT if _warm_started(first, second) else 1  # as _solve_trajectories decides
+        ecc = e[i, body]
+        params = (M0[i, body], motion, dt[i], 0.0, ecc, a[i, body], a[i, body] * math.sqrt(1.0 - ecc ** 2),
+                  math.cos(omega[i, body]), math.sin(omega[i, body]), ox, oy, share)
+        for k0 in range(0, fits, length):
+            for row in range(len(params)):
+                lane_f[row, n_lanes] = params[row]
+            lane_f[_K0, n_lanes] = k0
+            lane_i[_DEST, n_lanes] = 2 * (i * L + 1 + k0 * stride + j)
+            lane_i[_STRIDE, n_lanes] = 2 * stride
+            lane_i[_LEN, n_lanes] = min(length, fits - k0)
+            n_lanes += 1
+    return n_lanes, outside
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _sort_lanes(staged_f, staged_i, n_lanes, lane_f, lane_i):
+    """Copy the first ``n_lanes`` staged lanes into ``lane_f``/``lane_i``, longest first (a counting
+    sort), so that the lanes still running at step t are a prefix; returns that prefix's length per t."""
+    count = np.zeros(SEGMENT + 1, np.int64)
+    for q in range(n_lanes):
+        count[staged_i[_LEN, q]] += 1
+    start = np.empty(SEGMENT + 1, np.int64)
+    active = np.zeros(SEGMENT, np.int64)
+    total = 0
+    for length in range(SEGMENT, 0, -1):
+        start[length] = total
+        total += count[length]
+        active[length - 1] = total
+    for q in range(n_lanes):
+        dst = start[staged_i[_LEN, q]]
+        start[staged_i[_LEN, q]] += 1
+        for row in range(lane_f.shape[0]):
+            lane_f[row, dst] = staged_f[row, q]
+        for row in range(lane_i.shape[0]):
+            lane_i[row, dst] = staged_i[row, q]
+    return active
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lane_bins(lane_f, s, c, m, lo, width, num_bins, bx, by):
+    """Bin ids (bx, by) of the first m lanes' body positions, from sin E and cos E of their orbits; returns
+    how many coordinates fell outside the range. A pass without stores to the output, so it vectorises."""
+    outside = 0
+    for q in range(m):
+        ecc = lane_f[_ECC, q]
+        px = lane_f[_AX, q] * (c[q] - ecc)
+        py = lane_f[_AY, q] * s[q]
+        cw, sw, share = lane_f[_COS_W, q], lane_f[_SIN_W, q], lane_f[_SHARE, q]
+        x = cw * px - sw * py
+        y = sw * px + cw * py
+        bx[q], o1 = _bin(lane_f[_OX, q] + share * x, lo, width, num_bins)
+        by[q], o2 = _bin(lane_f[_OY, q] + share * y, lo, width, num_bins)
+        outside += o1 + o2
     return outside
 
 

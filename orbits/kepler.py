@@ -15,13 +15,15 @@ to ~1e-6 rad or better (a fourth-order inverse series, no trigonometry), and one
 accepted only when its size shows the remaining error is below ~1e-17 rad, finishes the solve: one sine
 and cosine per step instead of three. Each trajectory restarts cold every ``SEGMENT`` steps.
 
-Speed comes from the trigonometry. A sine and a cosine from libm cost about 40 ns on this machine,
-which would dominate the ten billion solves of the reference pretraining set, so ``_sincos`` reads a
-4096-entry table of exact sines and cosines and corrects for the offset with a 7th-order Taylor series
-(offset below 7.7e-4 rad, truncation error below 1e-25): a few multiply-adds, accurate to 2 ulp.
+Speed comes from the trigonometry and from vectorisation. A sine and a cosine from libm cost about
+15 ns on this machine, which would dominate the ten billion solves of the reference pretraining set, so
+``_sincos`` evaluates both with minimax polynomials after a two-part (Cody-Waite) reduction by pi/2, and
+picks the quadrant with selects rather than branches or table look-ups: about 2 ulp, and loops over it
+compile to AVX2 code. The solvers run as passes over many independent elements (``_solve_cold``, and
+``_warm_step`` for trajectories), so each pass vectorises and long dependency chains overlap.
 Functions compile with ``error_model="numpy"``: no Python ZeroDivisionError check around each division
-(no divisor here can be zero for e <= 0.99), which lets LLVM vectorise the passes. IEEE arithmetic is
-unchanged (no fastmath), so results are deterministic and NaN/inf behave as usual.
+(no divisor here can be zero for e <= 0.99). IEEE arithmetic is unchanged (no fastmath: no reassociation
+and no fused multiply-add), so results are the same on every x86-64 machine and NaN/inf behave as usual.
 """
 
 from __future__ import annotations
@@ -35,13 +37,12 @@ TWO_PI = 2.0 * math.pi
 E_MAX = 0.99
 """Largest eccentricity accepted: beyond it the orbit is too close to parabolic for the protocol."""
 
-_TABLE_SIZE = 4096
-_STEP = TWO_PI / _TABLE_SIZE
-_INV_STEP = _TABLE_SIZE / TWO_PI
 _INV_TWO_PI = 1.0 / TWO_PI
-_NODES = np.arange(_TABLE_SIZE + 2) * _STEP
-_SIN = np.sin(_NODES)
-_COS = np.cos(_NODES)
+_TWO_OVER_PI = 2.0 / math.pi
+_PIO2_HI = 1.57079632673412561417e+00
+"""pi/2 to 33 bits: q * _PIO2_HI is exact for |q| < 2**20."""
+_PIO2_LO = 6.07710050650619224932e-11
+"""pi/2 - _PIO2_HI, rounded."""
 _MAX_ITER = 64
 
 
@@ -54,16 +55,26 @@ def _reduce(x):
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _sincos(x):
-    """sin(x), cos(x) for any real x via table plus Taylor correction (about 2 ulp for |x| < 1e4)."""
-    x = _reduce(x)
-    k = int(x * _INV_STEP + 0.5)
-    r = x - k * _STEP
-    r2 = r * r
-    sr = r * (1.0 - r2 * (1.0 / 6.0 - r2 * (1.0 / 120.0 - r2 / 5040.0)))
-    cr = 1.0 - r2 * (0.5 - r2 * (1.0 / 24.0 - r2 / 720.0))
-    sk = _SIN[k]
-    ck = _COS[k]
-    return sk * cr + ck * sr, ck * cr - sk * sr
+    """sin(x), cos(x) for |x| < 1e5, to about 2 ulp (absolute error below 3e-16).
+
+    x = q pi/2 + r with |r| <= pi/4 (two-part reduction, r exact to ~1e-21), then the minimax polynomials
+    of degree 13 (sine) and 14 (cosine) on [-pi/4, pi/4] (the coefficients of fdlibm's kernels), and the
+    quadrant q mod 4 chosen by selects so that a loop over this function vectorises."""
+    q = np.floor(x * _TWO_OVER_PI + 0.5)
+    r = (x - q * _PIO2_HI) - q * _PIO2_LO
+    z = r * r
+    s = r + r * z * (-1.66666666666666324348e-01 + z * (8.33333333332248946124e-03 + z * (
+        -1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 + z * (
+            -2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)))))
+    c = 1.0 - 0.5 * z + z * z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * (
+        2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07 + z * (
+            2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))))
+    quadrant = q - 4.0 * np.floor(q * 0.25)  # 0, 1, 2 or 3: sin x = s, c, -s, -c; cos x = c, -s, -c, s
+    odd = (quadrant == 1.0) | (quadrant == 3.0)
+    sin_part = c if odd else s
+    cos_part = s if odd else c
+    return (-sin_part if quadrant >= 2.0 else sin_part,
+            -cos_part if (quadrant == 1.0) | (quadrant == 2.0) else cos_part)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -169,6 +180,15 @@ _WARM_MAX_ITER = 8
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
+def _warm_started(M0, M1):
+    """Whether an orbit at reduced mean anomalies M0, M1 on its first two steps is solved with warm starts:
+    when its mean anomaly advances by less than WARM_MAX_STEP per step, modulo 2 pi."""
+    dM = M1 - M0
+    dM -= TWO_PI * np.floor(dM * _INV_TWO_PI + 0.5)
+    return abs(dM) < WARM_MAX_STEP
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def _warm_starter(M, e, E0, s0, c0):
     """Starter for E at mean anomaly M in [0, 2 pi), from a solution E0 (sin E0 = s0, cos E0 = c0) at a
     nearby mean anomaly M0 = E0 - e s0: the inverse Taylor series of M(E) about E0 to fourth order in
@@ -254,9 +274,7 @@ def _solve_trajectories(M, e, E, s, c):
     n_cold = n_full = n_lanes = 0
     for full in (True, False):
         for p in range(P):
-            dM = M[p, 1] - M[p, 0] if S > 1 else 0.0
-            dM -= TWO_PI * np.floor(dM * _INV_TWO_PI + 0.5)
-            warm = abs(dM) < WARM_MAX_STEP
+            warm = _warm_started(M[p, 0], M[p, 1] if S > 1 else M[p, 0])
             for g in range(n_seg):
                 if (g < n_seg - 1 or last == SEGMENT) != full:
                     continue
@@ -281,23 +299,36 @@ def _solve_trajectories(M, e, E, s, c):
     El, sl, cl = np.empty(n_lanes), np.empty(n_lanes), np.empty(n_lanes)
     for i in range(n_lanes):
         El[i], sl[i], cl[i] = Ef[base[i]], sf[base[i]], cf[base[i]]
-    Ml, Eg, sg, cg = np.empty(n_lanes), np.empty(n_lanes), np.empty(n_lanes), np.empty(n_lanes)
-    ok = np.empty(n_lanes, np.bool_)
+    Ml, scratch, ok = np.empty(n_lanes), np.empty((3, n_lanes)), np.empty(n_lanes, np.bool_)
     for t in range(1, SEGMENT):
         m = n_lanes if t < last else n_full
         for i in range(m):
             Ml[i] = Mf[base[i] + t]
+        _warm_step(Ml[:m], ecc[:m], El[:m], sl[:m], cl[:m], scratch, ok)
         for i in range(m):
-            Eg[i] = _warm_starter(Ml[i], ecc[i], El[i], sl[i], cl[i])
-        for i in range(m):
-            sg[i], cg[i] = _sincos(Eg[i])
-        for i in range(m):
-            El[i], sl[i], cl[i], ok[i] = _householder_accept(Eg[i], sg[i], cg[i], ecc[i], Ml[i])
-        for i in range(m):
-            if not ok[i]:
-                El[i], sl[i], cl[i] = _refine(El[i], ecc[i], Ml[i])
             j = base[i] + t
             Ef[j], sf[j], cf[j] = El[i], sl[i], cl[i]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _warm_step(M, e, E, s, c, scratch, ok):
+    """Move m orbits one step along their trajectories: on entry (E, s, c) hold each orbit's solution
+    (E, sin E, cos E) at its previous mean anomaly; on exit, the solution at mean anomaly M (reduced to
+    [0, 2 pi)). M, e, E, s, c: (m,); scratch (3, >= m) and ok (>= m,) are work space.
+
+    Each stage is one pass over all m orbits (starter, sine and cosine, Householder step, then the rare
+    orbit whose step was not accepted), so that the passes vectorise."""
+    m = M.size
+    Eg, sg, cg = scratch[0], scratch[1], scratch[2]
+    for i in range(m):
+        Eg[i] = _warm_starter(M[i], e[i], E[i], s[i], c[i])
+    for i in range(m):
+        sg[i], cg[i] = _sincos(Eg[i])
+    for i in range(m):
+        E[i], s[i], c[i], ok[i] = _householder_accept(Eg[i], sg[i], cg[i], e[i], M[i])
+    for i in range(m):
+        if not ok[i]:
+            E[i], s[i], c[i] = _refine(E[i], e[i], M[i])
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")

@@ -84,13 +84,12 @@ class TokenizerSpec:
 
 @numba.njit(cache=True, inline="always")
 def _bin(x, lo, width, num_bins):
-    """Bin id of one coordinate, clipped; second value is 1 when x lies outside the range."""
+    """Bin id of one coordinate, clipped; second value is 1 when x lies outside the range. Branch-free
+    (selects only), so that loops over it vectorise."""
     b = np.floor((x - lo) / width)
-    if b < 0.0:
-        return 0, 1
-    if b > num_bins - 1:
-        return num_bins - 1, 1
-    return int(b), 0
+    top = num_bins - 1.0
+    outside = (b < 0.0) | (b > top)
+    return np.int32(min(max(b, 0.0), top)), np.int32(outside)
 
 
 @numba.njit(cache=True)
