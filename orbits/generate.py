@@ -22,7 +22,6 @@ def _eccentric_anomalies(i, N, steps, masses, a, e, M0, dt, buf):
 
     ``buf`` is scratch space of at least 4 * N * steps floats; returns views into it and the planets'
     mean motions (rad/yr)."""
-    P = a.shape[1]
     size = N * steps
     M = buf[:size].reshape(N, steps)
     E = buf[size:2 * size].reshape(N, steps)
@@ -30,7 +29,7 @@ def _eccentric_anomalies(i, N, steps, masses, a, e, M0, dt, buf):
     cE = buf[3 * size:4 * size].reshape(N, steps)
     mean_motion = np.empty(N)
     for j in range(N):
-        mean_motion[j] = math.sqrt(G * (masses[i, j] + masses[i, P]) / a[i, j] ** 3)
+        mean_motion[j] = _mean_motion(masses, a, i, j)
         for k in range(steps):
             M[j, k] = _reduce(M0[i, j] + mean_motion[j] * (k * dt[i]))
     _solve_trajectories(M, e[i, :N].copy(), E, sE, cE)
@@ -41,8 +40,8 @@ LANES = 2048
 """Lanes solved together by ``_fill_tokens``: enough for long vector loops, few enough to stay in cache."""
 # Rows of ``_fill_tokens``'s lane tables: float parameters of the lane's orbit and of its tokens...
 _M0, _MOTION, _DT, _K0, _ECC, _AX, _AY, _COS_W, _SIN_W, _OX, _OY, _SHARE = range(12)
-# ...and integers: flat index of its first x token in the output, token stride per step, steps.
-_DEST, _STRIDE, _LEN = range(3)
+# ...and integers: flat index of its first x token in the output, and the token stride per step.
+_DEST, _STRIDE = range(2)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -58,27 +57,33 @@ def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, 
     The work is arranged in *lanes* so that it vectorises: a lane is one body's run of up to SEGMENT
     consecutive steps, either a warm-started segment of a slowly advancing orbit or a single step of an
     orbit solved from scratch at every step (as in ``_solve_trajectories``). Systems are taken in chunks
-    of about LANES lanes, and each stage of a time step is one pass over the chunk's lanes.
+    of about LANES lanes. Lanes are stored longest first, so the lanes still running at step t of their
+    segment are a prefix, and each stage of a step is one pass over that prefix.
     """
     n, P = a.shape
     flat = out.reshape(-1)
     cap = LANES + (P + 1) * steps  # a chunk's lanes, at most: LANES plus one more system's
-    staged_f, staged_i = np.empty((12, cap)), np.empty((3, cap), np.int64)
-    lane_f, lane_i = np.empty((12, cap)), np.empty((3, cap), np.int64)
+    lane_f, lane_i = np.empty((12, cap)), np.empty((2, cap), np.int64)
     M, E, s, c = np.empty(cap), np.empty(cap), np.empty(cap), np.empty(cap)
     scratch, ok = np.empty((3, cap)), np.empty(cap, np.bool_)
     bx, by = np.empty(cap, np.int32), np.empty(cap, np.int32)
+    seg_len = np.empty((LANES, P + 1), np.int64)  # per body of the chunk: SEGMENT (warm), 1 (cold), 0
+    fits = np.empty((LANES, P + 1), np.int64)  # per body of the chunk: steps whose token fits
     outside = 0
     i = 0
     while i < n:
-        n_lanes = 0
+        first, n_lanes = i, 0
+        count = np.zeros(SEGMENT + 1, np.int64)  # lanes per length
         while i < n and n_lanes < LANES:
-            n_lanes, star_outside = _stage_system(i, n_planets, masses, a, e, omega, M0, com, frozen,
-                                                  star_pos, dt, dt_ids, steps, lo, width, num_bins, pad,
-                                                  out, staged_f, staged_i, n_lanes)
-            outside += star_outside
+            outside += _plan_system(i, n_planets, masses, a, M0, star_pos, frozen, dt, dt_ids, steps, lo,
+                                    width, num_bins, pad, out, seg_len[i - first], fits[i - first], count)
+            n_lanes = count.sum()
             i += 1
-        active = _sort_lanes(staged_f, staged_i, n_lanes, lane_f, lane_i)
+        active = np.cumsum(count[::-1])[::-1][1:]  # active[t]: lanes longer than t steps
+        start = active - count[1:]  # where the lanes of each length begin, longest first
+        for sys in range(first, i):
+            _place_lanes(sys, n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, out.shape[1],
+                         seg_len[sys - first], fits[sys - first], start, lane_f, lane_i)
         ecc = lane_f[_ECC]
         for t in range(SEGMENT):
             m = active[t]
@@ -98,15 +103,21 @@ def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, 
     return outside
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _mean_motion(masses, a, i, body):
+    """Mean motion (rad/yr) of body ``body`` of system i about the star (the last mass)."""
+    return math.sqrt(G * (masses[i, body] + masses[i, a.shape[1]]) / a[i, body] ** 3)
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _stage_system(i, n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, dt_ids, steps, lo,
-                  width, num_bins, pad, out, lane_f, lane_i, n_lanes):
-    """Write system i's time-step token, padding and pinned-star tokens into ``out``, and append a lane
-    for each segment of every other body's steps to the tables from column ``n_lanes`` on.
-    Returns the new number of lanes and the pinned star's count of outside coordinates."""
-    P = a.shape[1]
-    L = out.shape[1]
-    slots = L - 1
+def _plan_system(i, n_planets, masses, a, M0, star_pos, frozen, dt, dt_ids, steps, lo, width, num_bins,
+                 pad, out, seg_len, fits, count):
+    """Write system i's time-step token, padding and pinned-star tokens into ``out``; for each body
+    slot j (planets, then the star) set ``fits[j]`` (its steps in the sequence) and ``seg_len[j]``
+    (SEGMENT if warm-started as ``_solve_trajectories`` decides, 1 if solved from scratch, 0 for a
+    pinned star), and add its lanes to ``count`` (lanes per length). Returns the pinned star's count
+    of outside coordinates."""
+    slots = out.shape[1] - 1
     N = n_planets[i]
     stride = N + 1
     steps_i = min(steps, (slots + N) // stride)
@@ -116,64 +127,59 @@ def _stage_system(i, n_planets, masses, a, e, omega, M0, com, frozen, star_pos, 
         out[i, slot + 1, 0] = pad
         out[i, slot + 1, 1] = pad
     outside = 0
-    ms = masses[i, P]
     for j in range(N + 1):  # the planets, then the star
+        fits[j] = min(steps_i, (slots - 1 - j) // stride + 1)  # steps whose slot for this body exists
+        if frozen[i] and j == N:  # the pinned star: one token throughout
+            bx, o1 = _bin(star_pos[i, 0], lo, width, num_bins)
+            by, o2 = _bin(star_pos[i, 1], lo, width, num_bins)
+            for k in range(fits[j]):
+                out[i, 1 + k * stride + j, 0] = bx
+                out[i, 1 + k * stride + j, 1] = by
+            outside += fits[j] * (o1 + o2)
+            seg_len[j] = 0
+            continue
         body = j if j < N else 0  # the star's position follows from planet 1's orbit
+        motion = _mean_motion(masses, a, i, body)
+        M_first = _reduce(M0[i, body] + motion * (0 * dt[i]))
+        M_second = _reduce(M0[i, body] + motion * (1 * dt[i])) if steps_i > 1 else M_first
+        seg_len[j] = SEGMENT if _warm_started(M_first, M_second) else 1
+        full, rest = divmod(fits[j], seg_len[j])
+        count[seg_len[j]] += full
+        count[rest] += rest > 0
+    return outside
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _place_lanes(i, n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, L, seg_len, fits,
+                 start, lane_f, lane_i):
+    """Write the lanes of system i, as planned by ``_plan_system``, into the lane tables: a lane of
+    length k goes to column ``start[k - 1]``, which then advances."""
+    P = a.shape[1]
+    N = n_planets[i]
+    stride = N + 1
+    ms = masses[i, P]
+    for j in range(N + 1):
+        if seg_len[j] == 0:
+            continue
+        body = j if j < N else 0
         mp = masses[i, body]
-        fits = min(steps_i, (slots - 1 - j) // stride + 1)  # steps whose slot for this body exists
         if frozen[i]:  # the planet orbits the pinned star
             ox, oy, share = star_pos[i, 0], star_pos[i, 1], 1.0
         else:  # planet and star orbit their centre of mass
             ox, oy = com[i, 0], com[i, 1]
             share = ms / (mp + ms) if j < N else -mp / (mp + ms)
-        if frozen[i] and j == N:  # the pinned star: one token throughout
-            bx, o1 = _bin(ox, lo, width, num_bins)
-            by, o2 = _bin(oy, lo, width, num_bins)
-            for k in range(fits):
-                out[i, 1 + k * stride + j, 0] = bx
-                out[i, 1 + k * stride + j, 1] = by
-            outside += fits * (o1 + o2)
-            continue
-        motion = math.sqrt(G * (mp + ms) / a[i, body] ** 3)
-        first = _reduce(M0[i, body] + motion * (0 * dt[i]))
-        second = _reduce(M0[i, body] + motion * (1 * dt[i])) if steps_i > 1 else first
-        length = SEGMENT if _warm_started(first, second) else 1  # as _solve_trajectories decides
         ecc = e[i, body]
-        params = (M0[i, body], motion, dt[i], 0.0, ecc, a[i, body], a[i, body] * math.sqrt(1.0 - ecc ** 2),
-                  math.cos(omega[i, body]), math.sin(omega[i, body]), ox, oy, share)
-        for k0 in range(0, fits, length):
+        params = (M0[i, body], _mean_motion(masses, a, i, body), dt[i], 0.0, ecc, a[i, body],
+                  a[i, body] * math.sqrt(1.0 - ecc ** 2), math.cos(omega[i, body]), math.sin(omega[i, body]),
+                  ox, oy, share)
+        for k0 in range(0, fits[j], seg_len[j]):
+            q = start[min(seg_len[j], fits[j] - k0) - 1]
+            start[min(seg_len[j], fits[j] - k0) - 1] += 1
             for row in range(len(params)):
-                lane_f[row, n_lanes] = params[row]
-            lane_f[_K0, n_lanes] = k0
-            lane_i[_DEST, n_lanes] = 2 * (i * L + 1 + k0 * stride + j)
-            lane_i[_STRIDE, n_lanes] = 2 * stride
-            lane_i[_LEN, n_lanes] = min(length, fits - k0)
-            n_lanes += 1
-    return n_lanes, outside
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _sort_lanes(staged_f, staged_i, n_lanes, lane_f, lane_i):
-    """Copy the first ``n_lanes`` staged lanes into ``lane_f``/``lane_i``, longest first (a counting
-    sort), so that the lanes still running at step t are a prefix; returns that prefix's length per t."""
-    count = np.zeros(SEGMENT + 1, np.int64)
-    for q in range(n_lanes):
-        count[staged_i[_LEN, q]] += 1
-    start = np.empty(SEGMENT + 1, np.int64)
-    active = np.zeros(SEGMENT, np.int64)
-    total = 0
-    for length in range(SEGMENT, 0, -1):
-        start[length] = total
-        total += count[length]
-        active[length - 1] = total
-    for q in range(n_lanes):
-        dst = start[staged_i[_LEN, q]]
-        start[staged_i[_LEN, q]] += 1
-        for row in range(lane_f.shape[0]):
-            lane_f[row, dst] = staged_f[row, q]
-        for row in range(lane_i.shape[0]):
-            lane_i[row, dst] = staged_i[row, q]
-    return active
+                lane_f[row, q] = params[row]
+            lane_f[_K0, q] = k0
+            lane_i[_DEST, q] = 2 * (i * L + 1 + k0 * stride + j)
+            lane_i[_STRIDE, q] = 2 * stride
 
 
 @numba.njit(cache=True, error_model="numpy")

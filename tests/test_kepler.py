@@ -2,6 +2,7 @@
 
 import math
 
+import numba
 import numpy as np
 import pytest
 from scipy.optimize import brentq
@@ -26,6 +27,26 @@ def test_kepler_residual_at_machine_precision(e):
     M = np.linspace(0, 2 * np.pi, 200_001)[:-1]
     E = kepler.solve_kepler(M, e)
     assert np.max(np.abs(E - e * np.sin(E) - M)) < 4e-15
+
+
+@numba.njit
+def _sincos_many(x, s, c):
+    for i in range(x.size):
+        s[i], c[i] = kepler._sincos(x[i])
+
+
+def test_sincos_to_a_few_ulp():
+    """The polynomial sine and cosine against libm: near zero, near each quadrant boundary, up to 1e5."""
+    rng = np.random.default_rng(5)
+    edges = np.arange(-8, 9) * (math.pi / 4)
+    x = np.concatenate([rng.uniform(-7, 7, 400_000), rng.uniform(-1e5, 1e5, 100_000),
+                        (edges[:, None] + rng.uniform(-1e-9, 1e-9, (17, 1000))).ravel(),
+                        [0.0, 1e-300, -1e-20, 1e-8, math.pi, 2 * math.pi, -math.pi / 2]])
+    s, c = np.empty_like(x), np.empty_like(x)
+    _sincos_many(x, s, c)
+    assert np.max(np.abs(s - np.sin(x))) < 3e-16 and np.max(np.abs(c - np.cos(x))) < 3e-16
+    small = np.abs(x) < 1e-3  # relative accuracy where sin x is tiny
+    assert np.all(np.abs(s[small] - np.sin(x[small])) <= 2 * np.spacing(np.abs(np.sin(x[small]))))
 
 
 def test_block_solver_bitwise_equals_scalar_solver():

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbits import G, generate, nbody, presets
+from orbits import G, generate, kepler, nbody, presets
 from orbits.dataset import build_block
 from orbits.tokenizer import TokenizerSpec
 
@@ -126,14 +126,41 @@ def test_tokens_decode_within_half_a_bin():
     assert outside == int(np.sum(np.abs(xy) >= 50))
 
 
-def test_fast_token_path_equals_general_path():
-    params = presets.preset_params("vafa2025", {"seq_len": 300})
-    batch = presets.sample_vafa2025(np.random.default_rng(9), 200, params)
-    fast, outside = generate.analytic_tokens(batch, 300, 500, SPEC)
+def _cold_orbit_fraction(batch) -> float:
+    """Share of orbits whose mean anomaly advances too fast per step for warm starts."""
+    present = np.isfinite(batch.a)
+    motion = np.sqrt(G * (batch.masses[:, :-1] + batch.masses[:, -1:]) / batch.a**3)
+    dM = (motion * batch.dt[:, None] + np.pi) % (2 * np.pi) - np.pi
+    return float(np.mean(np.abs(dM[present]) >= kepler.WARM_MAX_STEP))
+
+
+@pytest.mark.parametrize("preset", ["vafa2025", "two-body"])
+def test_fast_token_path_equals_general_path(preset):
+    """The lane-major token kernel (several chunks of lanes, warm and cold orbits, pinned and moving
+    stars) gives exactly the tokens of the general path: states, then token order, then tokenise."""
+    seq_len = 300
+    params = presets.preset_params(preset, {"seq_len": seq_len})
+    batch = presets.SAMPLERS[preset](np.random.default_rng(9), 200, params)
+    if preset == "vafa2025":  # both kinds of orbit, and more lanes than one chunk holds
+        assert 0.01 < _cold_orbit_fraction(batch) < 0.5
+        assert int(batch.n_planets.sum()) * 3 > generate.LANES
+    fast, outside = generate.analytic_tokens(batch, seq_len, 500, SPEC)
     pos, _ = generate.analytic_states(batch, 150)
-    xy = generate.token_order(pos, batch.n_planets, 300)
+    xy = generate.token_order(pos, batch.n_planets, seq_len)
     general, outside2 = generate.tokenize(xy, batch.dt_index, SPEC)
     assert np.array_equal(fast, general) and outside == outside2
+
+
+def test_fast_token_path_is_independent_of_the_other_systems():
+    """A system's tokens do not depend on which systems share its batch (and its chunk of lanes)."""
+    params = presets.preset_params("vafa2025", {"seq_len": 400})
+    batch = presets.sample_vafa2025(np.random.default_rng(4), 300, params)
+    tokens, _ = generate.analytic_tokens(batch, 400, 500, SPEC)
+    for k in (0, 137, 299):
+        alone, _ = generate.analytic_tokens(batch.subset(slice(k, k + 1)), 400, 500, SPEC)
+        assert np.array_equal(alone[0], tokens[k])
+    reversed_batch = batch.subset(np.arange(len(batch))[::-1])
+    assert np.array_equal(generate.analytic_tokens(reversed_batch, 400, 500, SPEC)[0], tokens[::-1])
 
 
 def test_tokeniser_reference_formula_ids_and_range_count():
