@@ -171,13 +171,20 @@ def _allocate(stage: Path, config: dict) -> None:
                 os.close(fd)
 
 
-def _npy_layout(fd: int) -> tuple[tuple[int, ...], np.dtype, int]:
-    """Shape, dtype and data offset (bytes) of the .npy file open at ``fd``, from its header."""
-    with os.fdopen(os.dup(fd), "rb") as f:
-        version = np.lib.format.read_magic(f)
-        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, _, dtype = read(f)
-        return shape, dtype, f.tell()
+def _npy_layouts(stage: Path, splits) -> dict[str, dict[str, tuple[tuple[int, ...], np.dtype, int]]]:
+    """Shape, dtype and data offset (bytes) of every preallocated .npy file, read from the headers once
+    (numpy parses a header with ``ast``: too slow to repeat for every block)."""
+    layouts = {}
+    for split in splits:
+        layouts[split] = {}
+        for path in sorted((stage / split).glob("*.npy")):
+            with open(path, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(f)
+                layouts[split][path.stem] = (shape, dtype, f.tell())
+    return layouts
 
 
 def _write_block(task) -> dict:
@@ -186,19 +193,19 @@ def _write_block(task) -> dict:
     The bytes reach the page cache before the block is recorded as done, so they survive a killed
     process; ``simulate`` fsyncs every file once at the end, before the manifest is written.
     """
-    stage, config, split, block, count = task
+    stage, config, layout, split, block, count = task
     spec = TokenizerSpec.from_dict(config["tokenizer"])
     arrays, outside = build_block(config["preset"], config["params"], spec, config["seed"], split, block,
                                   count)
     digests = {}
     for name, values in arrays.items():
         path = Path(stage) / split / f"{name}.npy"
+        shape, dtype, start = layout[name]
+        values = np.ascontiguousarray(values, dtype=dtype)
+        data = memoryview(values).cast("B")  # the array's bytes, without a copy
+        offset = start + block * SHARD_SIZE * dtype.itemsize * math.prod(shape[1:])
         fd = os.open(path, os.O_RDWR)
         try:
-            shape, dtype, start = _npy_layout(fd)
-            values = np.ascontiguousarray(values, dtype=dtype)
-            data = memoryview(values).cast("B")  # the array's bytes, without a copy
-            offset = start + block * SHARD_SIZE * dtype.itemsize * math.prod(shape[1:])
             if os.pwrite(fd, data, offset) != len(data):
                 raise OSError(f"short write to {path}")
             # Start writing these pages to disk now, in the background (and let the kernel drop them
@@ -290,7 +297,8 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
 
     done_path = stage / "done.jsonl"
     done = _read_done(done_path)
-    todo = [(str(stage), config, s, b, c) for s, b, c in _blocks(splits) if (s, b) not in done]
+    layouts = _npy_layouts(stage, splits)
+    todo = [(str(stage), config, layouts[s], s, b, c) for s, b, c in _blocks(splits) if (s, b) not in done]
     total = sum(splits.values())
     _run_blocks(todo, done, done_path, workers, total, progress, preset)
 
