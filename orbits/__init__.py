@@ -8,6 +8,7 @@ N-body in :mod:`orbits.nbody`, the pair tokeniser in :mod:`orbits.tokenizer`.
 
 from orbits.dataset import Split, load_dataset, parse_splits, simulate
 from orbits.kepler import relative_states, solve_kepler
+from orbits.numba_cache import drop_stale_cache
 from orbits.plot import plot_system
 from orbits.presets import PRESETS, preset_params
 from orbits.systems import G, SystemBatch
@@ -15,3 +16,6 @@ from orbits.tokenizer import TokenizerSpec
 
 __all__ = ["G", "PRESETS", "Split", "SystemBatch", "TokenizerSpec", "load_dataset", "parse_splits",
            "plot_system", "preset_params", "relative_states", "simulate", "solve_kepler"]
+
+# numba loads a cached kernel on the kernel's first call, not on import, so this is in time.
+drop_stale_cache()
