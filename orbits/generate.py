@@ -74,7 +74,7 @@ def _fill_tokens(n_planets, masses, a, e, omega, M0, com, frozen, star_pos, dt, 
     while i < n:
         first, n_lanes = i, 0
         count = np.zeros(SEGMENT + 1, np.int64)  # lanes per length
-        while i < n and n_lanes < LANES:
+        while i < n and n_lanes < LANES and i - first < LANES:  # (a system may have no lanes)
             outside += _plan_system(i, n_planets, masses, a, M0, star_pos, frozen, dt, dt_ids, steps, lo,
                                     width, num_bins, pad, out, seg_len[i - first], fits[i - first], count)
             n_lanes = count.sum()

@@ -163,6 +163,14 @@ def test_fast_token_path_is_independent_of_the_other_systems():
     assert np.array_equal(generate.analytic_tokens(reversed_batch, 400, 500, SPEC)[0], tokens[::-1])
 
 
+def test_fast_token_path_with_sequences_too_short_for_any_position():
+    """More systems than a chunk of lanes holds, none with a position token: only time-step tokens."""
+    params = presets.preset_params("vafa2025")
+    batch = presets.sample_vafa2025(np.random.default_rng(2), generate.LANES + 50, params)
+    tokens, outside = generate.analytic_tokens(batch, 1, 500, SPEC)
+    assert outside == 0 and np.array_equal(tokens[:, 0, 0], SPEC.num_bins + batch.dt_index)
+
+
 def test_tokeniser_reference_formula_ids_and_range_count():
     x = np.array([-50.0, -49.99, 0.0, 0.007, 49.999, 50.0, 73.0, -80.0])
     ids, outside = SPEC.encode(x)
