@@ -67,7 +67,7 @@ def relative_l1(y: np.ndarray, pred: np.ndarray) -> float:
 
 def evaluate(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray) -> np.ndarray:
     """Evaluate ``expr`` on the columns of ``X`` (n, len(symbols)); non-finite where it overflows."""
-    f = sympy.lambdify(symbols, expr, modules="numpy")
+    f = sympy.lambdify(symbols, expr, modules="numpy", docstring_limit=0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = f(*X.T)
@@ -104,7 +104,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
         return expr
     params = sympy.symbols(f"_p0:{len(consts)}")
     template = expr.xreplace(dict(zip(consts, params, strict=True)))
-    f = sympy.lambdify([*symbols, *params], template, modules="numpy")
+    f = sympy.lambdify([*symbols, *params], template, modules="numpy", docstring_limit=0)
     columns = list(X.T)
     scale = float(np.mean(np.abs(y)))
 
