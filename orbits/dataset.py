@@ -171,19 +171,20 @@ def _allocate(stage: Path, config: dict) -> None:
                 os.close(fd)
 
 
-def _npy_layouts(stage: Path, splits) -> dict[str, dict[str, tuple[tuple[int, ...], np.dtype, int]]]:
-    """Shape, dtype and data offset (bytes) of every preallocated .npy file, read from the headers once
-    (numpy parses a header with ``ast``: too slow to repeat for every block)."""
+def _npy_layouts(stage: Path, config: dict) -> dict[str, dict[str, tuple[tuple[int, ...], np.dtype, int]]]:
+    """Shape, dtype and data offset (bytes) of every preallocated .npy file, per split and field, read from
+    the headers once (numpy parses a header with ``ast``: too slow to repeat for every block)."""
+    schema = fields(config["preset"], config["params"], TokenizerSpec.from_dict(config["tokenizer"]))
     layouts = {}
-    for split in splits:
+    for split in config["splits"]:
         layouts[split] = {}
-        for path in sorted((stage / split).glob("*.npy")):
-            with open(path, "rb") as f:
+        for name in schema:
+            with open(stage / split / f"{name}.npy", "rb") as f:
                 version = np.lib.format.read_magic(f)
                 read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                         else np.lib.format.read_array_header_2_0)
                 shape, _, dtype = read(f)
-                layouts[split][path.stem] = (shape, dtype, f.tell())
+                layouts[split][name] = (shape, dtype, f.tell())
     return layouts
 
 
@@ -297,7 +298,7 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
 
     done_path = stage / "done.jsonl"
     done = _read_done(done_path)
-    layouts = _npy_layouts(stage, splits)
+    layouts = _npy_layouts(stage, config)
     todo = [(str(stage), config, layouts[s], s, b, c) for s, b, c in _blocks(splits) if (s, b) not in done]
     total = sum(splits.values())
     _run_blocks(todo, done, done_path, workers, total, progress, preset)

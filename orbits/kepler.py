@@ -15,7 +15,7 @@ to ~1e-6 rad or better (a fourth-order inverse series, no trigonometry), and one
 accepted only when its size shows the remaining error is below ~1e-17 rad, finishes the solve: one sine
 and cosine per step instead of three. Each trajectory restarts cold every ``SEGMENT`` steps.
 
-Speed comes from the trigonometry and from vectorisation. A sine and a cosine from libm cost about
+Speed comes from the trigonometry and from vectorisation. A sine or a cosine from libm costs about
 15 ns on this machine, which would dominate the ten billion solves of the reference pretraining set, so
 ``_sincos`` evaluates both with minimax polynomials after a two-part (Cody-Waite) reduction by pi/2, and
 picks the quadrant with selects rather than branches or table look-ups: about 2 ulp, and loops over it
