@@ -75,9 +75,11 @@ def _operon(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
     names = [str(x) for x in placeholders(X.shape[1])]
     symbols = {n: sympy.Symbol(n) for n in names}
     out = []
-    for member in reg.pareto_front_:
-        text = reg.get_model_string(member["tree"], precision=17, names=names)
-        out.append(sympy.sympify(text, locals=symbols))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Model contains no variables": a constant is a valid front member
+        for member in reg.pareto_front_:
+            text = reg.get_model_string(member["tree"], precision=17, names=names)
+            out.append(sympy.sympify(text, locals=symbols))
     return out
 
 

@@ -13,8 +13,17 @@ decides the answer happens here, identically for every backend:
    Newton's law is ``C * m1 * m2 * r**-2`` (with G = 4 pi^2 AU^3 Msun^-1 yr^-2 = 39.478 in the
    toolkit's units). The form decides, never the numerical fit.
 
-``error`` everywhere is the relative L1 error ``mean|y - f(x)| / mean|y|`` (scale free, the L1-like loss
-of the reference protocol); ``complexity`` is the number of nodes of the sympy expression tree.
+``error`` is one of two metrics, chosen by the target (:func:`metric_for`):
+
+- ``"log"`` for a positive target (a force magnitude): the mean absolute log error
+  ``mean|ln y - ln f(x)|`` (per row about the relative error, so every row counts the same whether its
+  force is 1e-12 or 1e2; a row predicted non-positive, or off by more than a factor 1e4, counts as
+  ``LOG_ERROR_CAP``). Constants are refitted by least squares in log space.
+- ``"relative"`` for a target with zero or negative values: the relative L1 error
+  ``mean|y - f(x)| / mean|y|`` (scale free, the L1-like loss of the reference protocol), which a few rows
+  of the largest magnitude dominate.
+
+``complexity`` is the number of nodes of the sympy expression tree.
 """
 
 from __future__ import annotations
@@ -29,6 +38,12 @@ from scipy.optimize import least_squares
 
 G_AU_MSUN_YR = 4 * math.pi**2
 """Newton's constant in AU^3 / (Msun yr^2)."""
+
+LOG_ERROR_CAP = math.log(1e4)
+"""Per-row cap of the log error: a prediction that is non-positive, or off by more than a factor 1e4, is
+simply wrong; capping keeps one such row from outweighing every other (and keeps the error finite)."""
+
+METRICS = ("log", "relative")
 
 ERROR_FLOOR = 1e-12
 """Relative errors below this are round-off; they are clamped so that scores stay finite and stable."""
@@ -65,6 +80,31 @@ def relative_l1(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(np.abs(y - pred)) / np.mean(np.abs(y)))
 
 
+def log_l1(y: np.ndarray, pred: np.ndarray) -> float:
+    """``mean min(|ln y - ln pred|, LOG_ERROR_CAP)`` for a positive ``y``; a non-positive prediction counts as
+    the cap; infinity when the prediction is not finite everywhere."""
+    pred = np.broadcast_to(np.asarray(pred, dtype=np.float64), y.shape)
+    if not np.all(np.isfinite(pred)):
+        return math.inf
+    with np.errstate(all="ignore"):
+        d = np.abs(np.log(y) - np.log(np.where(pred > 0, pred, 1.0)))
+    return float(np.mean(np.where(pred > 0, np.minimum(d, LOG_ERROR_CAP), LOG_ERROR_CAP)))
+
+
+def metric_for(y: np.ndarray) -> str:
+    """``"log"`` when every target value is positive, else ``"relative"`` (see the module doc)."""
+    return "log" if bool(np.all(y > 0)) else "relative"
+
+
+def error(y: np.ndarray, pred: np.ndarray, metric: str) -> float:
+    """The error of ``pred`` against ``y`` in ``metric`` (``"log"`` or ``"relative"``)."""
+    if metric == "log":
+        return log_l1(y, pred)
+    if metric == "relative":
+        return relative_l1(y, pred)
+    raise ValueError(f"unknown error metric {metric!r}: use one of {', '.join(METRICS)}")
+
+
 def evaluate(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray) -> np.ndarray:
     """Evaluate ``expr`` on the columns of ``X`` (n, len(symbols)); non-finite where it overflows."""
     f = sympy.lambdify(symbols, expr, modules="numpy", docstring_limit=0)
@@ -97,8 +137,10 @@ def constants(expr: sympy.Expr) -> list[sympy.Float]:
     return sorted(expr.atoms(sympy.Float), key=lambda f: (float(f), str(f)))
 
 
-def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray) -> sympy.Expr:
-    """Least-squares refit of every numeric constant of ``expr`` on (X, y), starting from its values."""
+def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
+          metric: str = "relative") -> sympy.Expr:
+    """Least-squares refit of every numeric constant of ``expr`` on (X, y), starting from its values; in log
+    space (``ln f - ln y``, capped like :func:`log_l1`) when ``metric`` is ``"log"``."""
     consts = constants(expr)
     if not consts:
         return expr
@@ -107,12 +149,17 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
     f = sympy.lambdify([*symbols, *params], template, modules="numpy", docstring_limit=0)
     columns = list(X.T)
     scale = float(np.mean(np.abs(y)))
+    log_y = np.log(y) if metric == "log" else None
 
     def residual(p):
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = (np.broadcast_to(np.asarray(f(*columns, *p), dtype=np.float64), y.shape) - y) / scale
-        return np.where(np.isfinite(r), r, 1e6)
+            pred = np.broadcast_to(np.asarray(f(*columns, *p), dtype=np.float64), y.shape)
+            if log_y is None:
+                r = (pred - y) / scale
+                return np.where(np.isfinite(r), r, 1e6)
+            r = np.clip(np.log(np.where(pred > 0, pred, 1.0)) - log_y, -LOG_ERROR_CAP, LOG_ERROR_CAP)
+        return np.where((pred > 0) & np.isfinite(pred), r, LOG_ERROR_CAP)
 
     x0 = np.array([float(c) for c in consts])
     try:
@@ -127,13 +174,15 @@ def _finite_form(expr: sympy.Expr) -> bool:
     return not expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo)
 
 
-def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray) -> Candidate:
-    """Simplify, refit constants, then drop every constant the data does not support (see module doc)."""
+def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
+           metric: str = "relative") -> Candidate:
+    """Simplify, refit constants, then drop every constant the data does not support (see module doc);
+    errors in ``metric``."""
     expr = simplify(expr)
     if not _finite_form(expr):
         return Candidate(expr, complexity(expr), math.inf)
-    expr = refit(expr, symbols, X, y)
-    error = relative_l1(y, evaluate(expr, symbols, X))
+    expr = refit(expr, symbols, X, y, metric)
+    err = error(y, evaluate(expr, symbols, X), metric)
     changed = True
     while changed:
         changed = False
@@ -141,15 +190,15 @@ def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.n
             trial = simplify(expr.xreplace({c: sympy.Integer(0)}))
             if trial == expr or not _finite_form(trial) or trial.free_symbols.isdisjoint(symbols):
                 continue  # a division by zero, or every variable gone: not a simplification of a law
-            trial_error = relative_l1(y, evaluate(trial, symbols, X))
-            if trial_error > 2 * error + PRUNE_TOLERANCE:
+            trial_error = error(y, evaluate(trial, symbols, X), metric)
+            if trial_error > 2 * err + PRUNE_TOLERANCE:
                 continue  # the term carries weight: refitting the rest will not make up for it
-            trial = refit(trial, symbols, X, y)
-            trial_error = relative_l1(y, evaluate(trial, symbols, X))
-            if trial_error <= error * 1.01 + PRUNE_TOLERANCE:
-                expr, error, changed = trial, trial_error, True
+            trial = refit(trial, symbols, X, y, metric)
+            trial_error = error(y, evaluate(trial, symbols, X), metric)
+            if trial_error <= err * 1.01 + PRUNE_TOLERANCE:
+                expr, err, changed = trial, trial_error, True
                 break
-    return Candidate(expr, complexity(expr), error)
+    return Candidate(expr, complexity(expr), err)
 
 
 def pareto(candidates: list[Candidate]) -> list[Candidate]:

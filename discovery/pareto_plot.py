@@ -24,8 +24,10 @@ def plot_pareto(law: dict, out: str | Path) -> Path:
                 color=line.get_color())
     ax.set_yscale("log")
     ax.set_xlabel("complexity (expression nodes)")
-    ax.set_ylabel("relative L1 error")
-    verdict = "Newtonian" if law["newtonian"] else ("power law" if law["power_law"] else "not a power law")
+    metric = law.get("error_metric", "relative")
+    ax.set_ylabel("held-out " + ("mean |ln y - ln f|" if metric == "log" else "relative L1 error"))
+    verdict = law.get("verdict") or ("newtonian" if law["newtonian"] else
+                                     ("power-law" if law["power_law"] else "not-a-power-law"))
     ax.set_title(f"{law['expression']}\n{verdict}; {law['seeds_agreeing']}/{law['seeds']} seeds agree",
                  fontsize=9)
     if len(law["per_seed"]) <= 10:

@@ -1,11 +1,21 @@
-"""Symbolic regression of a force law from a table, with a plain verdict: ``discover_law``.
+"""Symbolic regression of a force law from a table, with a graded verdict: ``discover_law``.
 
-Protocol (the reference's, ``../shared/docs/science.md`` §5): ``seeds`` independent fits (seed i draws
-its own ``points`` random rows), each the best of ``restarts`` searches (their Pareto fronts merged),
-on features such as ``r`` (AU), ``m1`` (planet, Msun), ``m2`` (star, Msun) and a target such as the
-force magnitude (Msun AU / yr^2). Every front member is simplified and refitted (:func:`law.polish`),
-the reported model of a seed is chosen by the PySR score, and the seeds vote: the form most seeds agree
-on is refitted on all rows and reported with its verdict (power law? Newtonian?).
+On features such as ``r`` (AU), ``m1`` (planet, Msun), ``m2`` (star, Msun) and a target such as the force
+magnitude (Msun AU / yr^2), ``seeds`` independent fits, each:
+
+1. draws its own rows: ``points`` for the search and as many again, disjoint, held out for selection
+   (each at most half the table);
+2. runs ``restarts`` searches on the search rows and adds the log-space power-law screen's candidate
+   (:mod:`discovery.powerlaw`) to their merged Pareto fronts;
+3. simplifies, refits and prunes every front member on the search rows (:func:`law.polish`), in the error
+   metric of the target (:func:`law.metric_for`: log error for a positive target, so that rows of every
+   magnitude count alike; relative L1 otherwise);
+4. scores the polished candidates on the held-out rows only and chooses by the PySR rule (``best`` or
+   ``score``): a term that fits a few search rows (noise, or a high-leverage corner) earns nothing there.
+
+The seeds then vote: the form a strict majority chose is refitted on all rows and graded
+(:mod:`discovery.verdict`); without a majority, or when the law explains the target no better than a
+constant, the verdict is ``inconclusive`` and ``newtonian`` is false.
 
 The result is the LAW.json dictionary (see :func:`discover_law`). A run writes each finished seed to
 ``<out>.partial/`` so that a killed run resumes where it stopped, with the same result.
@@ -13,6 +23,7 @@ The result is the LAW.json dictionary (see :func:`discover_law`). A run writes e
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -29,6 +40,8 @@ import sympy
 from tqdm import tqdm
 
 from discovery import law as laws
+from discovery import powerlaw
+from discovery import verdict as verdicts
 from discovery.backends import SearchSettings, check_available, placeholders, prepare, search
 from orbits.provenance import code_version, write_json_atomic
 
@@ -110,27 +123,70 @@ def _render(expr: sympy.Expr, features: list[str]) -> str:
     return str(expr.xreplace(dict(zip(placeholders(len(features)), names, strict=True))))
 
 
+def split_rows(n: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seed ``seed``'s disjoint search and held-out rows (sorted indices): ``min(points, n // 2)`` held out,
+    ``min(points, n - held out)`` for the search."""
+    order = np.random.default_rng(seed).permutation(n)
+    held = min(points, n // 2)
+    used = min(points, n - held)
+    return np.sort(order[:used]), np.sort(order[used:used + held])
+
+
 def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int, restarts: int,
-             selection: str, settings: SearchSettings) -> dict:
-    """One seed: ``points`` random rows, ``restarts`` searches, the merged front polished and scored."""
+             selection: str, settings: SearchSettings, metric: str = "log") -> dict:
+    """One seed: search on its search rows, polish there, choose on its held-out rows (module doc)."""
     prepare(backend)
     start, cpu = time.perf_counter(), time.process_time()
-    rng = np.random.default_rng(seed)
-    rows = np.sort(rng.choice(len(y), size=min(points, len(y)), replace=False))
-    Xs, ys = X[rows], y[rows]
+    rows, held = split_rows(len(y), points, seed)
+    Xs, ys, Xh, yh = X[rows], y[rows], X[held], y[held]
     symbols = placeholders(X.shape[1])
     found = []
-    for restart in range(restarts):
-        found += search(backend, Xs, ys, seed=seed * 1000 + restart, settings=settings)
-    # Polishing (simplify, refit, prune) costs ~10 ms an expression: only the merged raw front gets it.
-    raw = [laws.Candidate(e, laws.complexity(e), laws.relative_l1(ys, laws.evaluate(e, symbols, Xs)))
-           for e in {sympy.srepr(e): e for e in found}.values()]
-    front = laws.pareto([laws.polish(c.expr, symbols, Xs, ys) for c in laws.pareto(raw)])
+    base = powerlaw.screen(Xs, ys, symbols)
+    if base is None:  # a target or feature <= 0: search the raw target
+        for restart in range(restarts):
+            found += search(backend, Xs, ys, seed=seed * 1000 + restart, settings=settings)
+    else:  # search the departure g = y / base from the best power law; candidates are base * g
+        found.append(base)
+        ratio = ys / laws.evaluate(base, symbols, Xs)
+        residual = dataclasses.replace(settings, maxsize=max(3, settings.maxsize - laws.complexity(base) + 1))
+        for restart in range(restarts):
+            found += [base * g for g in search(backend, Xs, ratio, seed=seed * 1000 + restart, settings=residual)]
+    # Polishing (simplify, refit, prune) costs ~10-50 ms an expression: only the raw fronts get it, the
+    # front in the metric and the front in relative L1 (the search's own scale: a raw expression whose
+    # constants only polishing makes sensible in log space is kept by the second).
+    unique = list({sympy.srepr(e): e for e in found}.values())
+    predictions = [laws.evaluate(e, symbols, Xs) for e in unique]
+    keep = {}
+    for m in dict.fromkeys([metric, "relative"]):
+        raw = [laws.Candidate(e, laws.complexity(e), laws.error(ys, p, m)) for e, p in zip(unique, predictions,
+                                                                                             strict=True)]
+        keep.update({sympy.srepr(c.expr): c.expr for c in laws.pareto(raw)})
+    polished = [laws.polish(e, symbols, Xs, ys, metric) for e in keep.values()]
+    # The best constant roots every front, as in PySR (whose fronts start at size 1): without it the simplest
+    # law on a front scores 0 and any more complex one that is better by a hair (noise) outscores it.
+    polished.append(laws.Candidate(verdicts.best_constant(ys, metric), 1, math.nan))
+    held_out = [laws.Candidate(c.expr, c.complexity, laws.error(yh, laws.evaluate(c.expr, symbols, Xh), metric))
+                for c in polished]
+    front = laws.pareto(held_out)
     chosen = laws.choose(front, selection)
-    return {"seed": seed, "expression": str(chosen.expr), "error": chosen.error,
-            "complexity": chosen.complexity, "seconds": time.perf_counter() - start,
-            "cpu_seconds": time.process_time() - cpu,
-            "pareto": [c.to_dict() for c in front]}
+    expr = _robust_constant(chosen.expr, symbols, X[np.concatenate([rows, held])], y[np.concatenate([rows, held])],
+                            metric)
+    return {"seed": seed, "expression": str(expr), "error": chosen.error, "complexity": chosen.complexity,
+            "search_rows": len(rows), "holdout_rows": len(held), "seconds": time.perf_counter() - start,
+            "cpu_seconds": time.process_time() - cpu, "pareto": [c.to_dict() for c in front]}
+
+
+def _robust_constant(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
+                     metric: str) -> sympy.Expr:
+    """A power law's constant refitted by :func:`powerlaw.fit_constant` on (X, y); other forms unchanged."""
+    names = [str(s) for s in symbols]
+    power = laws.power_law(expr, names)
+    if power is None:
+        return expr
+    exponents = [power["exponents"][n] for n in names]
+    c = powerlaw.fit_constant(X, y, exponents, metric)
+    return expr if c is None or c == 0 else powerlaw.expression(math.log(abs(c)), exponents, symbols) * (
+        1 if c > 0 else -1)
 
 
 def _fit_seed_task(args) -> dict:
@@ -140,21 +196,27 @@ def _fit_seed_task(args) -> dict:
 def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = "operon", seeds: int = 5,
                  points: int = 1000, restarts: int = 3, selection: str = "best",
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
-                 resume_dir: str | Path | None = None) -> dict:
+                 resume_dir: str | Path | None = None, metric: str = "auto") -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
 
     Args:
         table: CSV path, DataFrame or mapping of equal-length columns.
         target: the column to explain (e.g. ``F_pred``); features: the input columns (e.g. r, m1, m2).
-        seeds: independent fits 0..seeds-1; points: rows drawn per seed; restarts: searches per seed.
-        selection: ``"best"`` (PySR: highest score within 1.5x of the best error) or ``"score"``.
+        seeds: independent fits 0..seeds-1; points: rows drawn per seed for the search, and as many again
+            held out for selection (each at most half the table); restarts: searches per seed.
+        selection: ``"best"`` (PySR: highest score within 1.5x of the best error) or ``"score"``, both on
+            held-out errors.
+        metric: ``"auto"`` (``"log"`` for a positive target, else ``"relative"``), ``"log"`` or ``"relative"``.
         subset: boolean columns that must all be true for a row to be used (e.g. ``near_train``).
         resume_dir: where finished seeds are kept so that a killed run resumes (None: not kept).
 
-    Returns keys ``expression`` (sympy string in the feature names), ``newtonian`` (bool),
-    ``power_law`` (None or ``{"constant": C, "exponents": {feature: k}}``), ``seeds_agreeing``,
-    ``newtonian_seeds``, ``error`` (relative L1 on all rows), ``per_seed``, ``pareto``, ``backend``,
-    ``settings``, ``data`` and ``code_version``.
+    Returns keys ``expression`` (sympy string in the feature names) and ``expression_latex``, ``verdict``
+    (one of :data:`discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
+    verdict is ``newtonian``), ``power_law`` (None or ``{"constant": C, "constant_ci95": [lo, hi],
+    "exponents": {feature: k}, "G_relative_error": ..., "G_relative_error_ci95": [...]}``, the last two
+    for Newton's form only), ``seeds_agreeing``, ``majority``, ``newtonian_seeds``, ``error`` (on all
+    rows, in ``error_metric``) and ``constant_error`` (the best constant's), ``per_seed``, ``pareto``,
+    ``backend``, ``settings``, ``data`` and ``code_version``.
     """
     features = list(features)
     subset = list(subset)
@@ -167,7 +229,15 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         raise ValueError(f"maxsize must be at least 3, got {settings.maxsize}")
     X, y, data_info = load_table(table, target, features, subset)
     check_available(backend)
+    if metric == "auto":
+        metric = laws.metric_for(y)
+    elif metric not in laws.METRICS:
+        raise ValueError(f"unknown error metric {metric!r}: use auto, {' or '.join(laws.METRICS)}")
+    elif metric == "log" and not np.all(y > 0):
+        raise ValueError(f"the log error metric needs a positive target; {target!r} has {int(np.sum(y <= 0))} "
+                         "rows <= 0 (use --metric relative)")
     config = {"backend": backend, "seeds": seeds, "points": points, "restarts": restarts, "selection": selection,
+              "metric": metric, "selected_on": "held-out rows", "power_law_screen": True,
               "search": settings.to_dict()}
     # A seed's result depends on everything but the number of seeds: more seeds later reuse these.
     digest = hashlib.sha256(json.dumps([{k: v for k, v in config.items() if k != "seeds"},
@@ -186,7 +256,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                 if saved.get("digest") == digest:
                     results[seed] = saved["result"]
     todo = [s for s in range(seeds) if s not in results]
-    tasks = [(X, y, s, backend, points, restarts, selection, settings) for s in todo]
+    tasks = [(X, y, s, backend, points, restarts, selection, settings, metric) for s in todo]
     bar = tqdm(total=seeds, initial=seeds - len(todo), desc=f"symbolic regression ({backend})", unit="seed",
                disable=not progress)
 
@@ -205,54 +275,75 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         for task in tasks:
             record(_fit_seed_task(task))
     bar.close()
-    return _verdict([results[s] for s in range(seeds)], X, y, features, data_info, config)
+    return cross_seed_verdict([results[s] for s in range(seeds)], X, y, features, data_info, config)
 
 
 def _data_hash(X: np.ndarray, y: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(X).tobytes() + np.ascontiguousarray(y).tobytes()).hexdigest()
 
 
-def _verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict) -> dict:
-    """The seeds vote on a form; the winner is refitted on all rows and judged."""
+def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict) -> dict:
+    """The seeds vote on a form; the winner is refitted on all rows and graded (:mod:`discovery.verdict`)."""
     symbols = placeholders(len(features))
     names = [str(s) for s in symbols]
+    metric = config["metric"]
     locals_ = {n: s for n, s in zip(names, symbols, strict=True)}
     exprs = [sympy.sympify(r["expression"], locals=locals_) for r in per_seed]
     forms = [laws.form(e, names) for e in exprs]
-    votes = Counter(forms)
+    # The seeds vote on the verdict's level of detail: a power law by its exponents, anything else as "not a
+    # power law" (five seeds with five different non-power laws agree that it is not a power law).
+    ballots = [f if f.startswith("power_law:") else "not-a-power-law" for f in forms]
+    votes = Counter(ballots)
     errors = [r["error"] for r in per_seed]
-    median_error = {f: float(np.median([e for e, g in zip(errors, forms, strict=True) if g == f])) for f in votes}
-    winner = max(votes, key=lambda f: (votes[f], -median_error[f]))
-    best = min((i for i, f in enumerate(forms) if f == winner), key=lambda i: per_seed[i]["error"])
-    final = laws.polish(exprs[best], symbols, X, y)
-    if laws.form(final.expr, names) != winner:  # refitting on all rows must not change the form that won
-        final = laws.Candidate(laws.refit(exprs[best], symbols, X, y), per_seed[best]["complexity"], math.nan)
-        final.error = laws.relative_l1(y, laws.evaluate(final.expr, symbols, X))
+    median_error = {b: float(np.median([e for e, g in zip(errors, ballots, strict=True) if g == b])) for b in votes}
+    winner = max(votes, key=lambda b: (votes[b], -median_error[b], b))
+    members = [i for i, b in enumerate(ballots) if b == winner]
+    # the representative: the exact form most of the winning seeds chose, then the lowest held-out error
+    shared = Counter(forms[i] for i in members)
+    best = min(members, key=lambda i: (-shared[forms[i]], per_seed[i]["error"], i))
+    final = _refit_all_rows(exprs[best], forms[best], symbols, X, y, metric)
 
     def judged(expr):
         power = laws.power_law(expr, names)
         if power is not None:
             power["exponents"] = {f: power["exponents"][n] for f, n in zip(features, names, strict=True)}
-        return power, laws.is_newtonian(power)
+        return power
 
     rows = []
     for r, e in zip(per_seed, exprs, strict=True):
-        power, newtonian = judged(e)
-        rows.append({**r, "expression": _render(e, features), "power_law": power, "newtonian": newtonian,
+        power = judged(e)
+        rows.append({**r, "expression": _render(e, features), "power_law": power,
+                     "newtonian": laws.is_newtonian(power), "verdict": verdicts.form_grade(power),
                      "pareto": [{**c, "expression": _render(sympy.sympify(c["expression"], locals=locals_),
                                                             features)} for c in r["pareto"]]})
-    power, newtonian = judged(final.expr)
+    power = judged(final.expr)
+    majority = votes[winner] > len(per_seed) / 2
+    baseline = verdicts.constant_error(y, metric)
+    verdict, reasons = verdicts.grade(power, rows=len(y), majority=majority, law_error=final.error,
+                                      baseline_error=baseline)
     if power is not None:
-        power["G_relative_error"] = (power["constant"] - laws.G_AU_MSUN_YR) / laws.G_AU_MSUN_YR if newtonian else None
+        exponents = [power["exponents"][f] for f in features]
+        interval = powerlaw.constant_interval(X, y, exponents, metric, seed=len(per_seed))
+        power["constant_ci95"] = list(interval) if interval else None
+        newton_form = laws.is_newtonian(power)
+        G = laws.G_AU_MSUN_YR
+        power["G_relative_error"] = (power["constant"] - G) / G if newton_form else None
+        power["G_relative_error_ci95"] = [(c - G) / G for c in interval] if newton_form and interval else None
+    rendered = final.expr.xreplace(dict(zip(symbols, [sympy.Symbol(f) for f in features], strict=True)))
     return {
         "expression": _render(final.expr, features),
-        "newtonian": newtonian,
+        "expression_latex": sympy.latex(rendered),
+        "verdict": verdict,
+        "inconclusive_reasons": reasons,
+        "newtonian": verdict == "newtonian",
         "power_law": power,
         "error": final.error,
+        "error_metric": metric,
+        "constant_error": baseline,
         "complexity": final.complexity,
         "seeds": len(per_seed),
         "seeds_agreeing": votes[winner],
-        "majority": votes[winner] > len(per_seed) / 2,
+        "majority": majority,
         "newtonian_seeds": sum(r["newtonian"] for r in rows),
         "per_seed": rows,
         "pareto": rows[best]["pareto"],
@@ -261,6 +352,17 @@ def _verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, c
         "data": data_info,
         "code_version": code_version(),
     }
+
+
+def _refit_all_rows(expr: sympy.Expr, form: str, symbols, X, y, metric: str) -> laws.Candidate:
+    """The winning seed's law refitted on every row: a power law's constant robustly
+    (:func:`powerlaw.fit_constant`), any other law polished; never a change of form."""
+    final = laws.polish(expr, symbols, X, y, metric)
+    if laws.form(final.expr, [str(s) for s in symbols]) != form:  # refitting must not change the form that won
+        final = laws.Candidate(laws.refit(expr, symbols, X, y, metric), laws.complexity(expr), math.nan)
+    final.expr = _robust_constant(final.expr, symbols, X, y, metric)
+    final.error = laws.error(y, laws.evaluate(final.expr, symbols, X), metric)
+    return final
 
 
 def write_law(law: dict, out: str | Path) -> Path:

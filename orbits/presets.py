@@ -8,8 +8,12 @@ sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masse
   e ~ Beta(0.867, 3.03); multi-planet systems are independent two-body orbits with the star frozen at a
   point of one planet's stellar orbit (the reference model, not physics); a single planet moves its star.
   Our only departure: e is capped at 0.99 (the reference accepts any e < 1; P(e > 0.99) ~ 1e-6).
-- ``two-body``: the reference probe set: one planet, both masses U(1e-4, 1.01e-2) (the lighter is the
-  planet), the star moves.
+- ``two-body-exoplanet``: the reference's main force-probe set (its ``generate_data.py`` without flags):
+  one planet, masses from the same exoplanet priors as ``vafa2025`` (planet Gamma fit clipped to
+  [1e-9, 1e-3], star log-normal fit clipped to [0.1, 5]), a ~ U(0.3, 32) AU, e ~ Beta(0.867, 3.03), the
+  star moves (true two-body motion). Stores positions, velocities and forces.
+- ``two-body``: the reference's ``--two_body_only`` variant (a secondary result, NOT its main probe set):
+  one planet, both masses U(1e-4, 1.01e-2) (the lighter is the planet), the star moves.
 - ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on
   the ecliptic), six-month step; sequence i is planet ``i mod 8`` with the Sun (a two-body system about
   the barycentre at the origin, as in the reference force-vector experiment), starting
@@ -61,6 +65,9 @@ DEFAULTS: dict[str, dict] = {
                  "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
                  "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0],
                  "freeze_star": True},
+    "two-body-exoplanet": {**_COMMON, **_PRIORS, "planets": [1, 1],
+                           "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
+                           "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
     "two-body": {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
     "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0, "together": False,
                      "planets": [list(p) for p in SOLAR_SYSTEM]},
@@ -69,7 +76,8 @@ DEFAULTS: dict[str, dict] = {
               "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
 }
 PRESETS = tuple(DEFAULTS)
-STORES_STATES = {"vafa2025": False, "two-body": True, "solar-system": True, "nbody": True}
+STORES_STATES = {"vafa2025": False, "two-body-exoplanet": True, "two-body": True, "solar-system": True,
+                 "nbody": True}
 """Whether a preset stores per-step positions, velocities and forces (vafa2025 stores only elements)."""
 
 
@@ -238,6 +246,14 @@ def sample_vafa2025(rng, n: int, p: dict) -> SystemBatch:
     return batch
 
 
+def sample_two_body_exoplanet(rng, n: int, p: dict) -> SystemBatch:
+    """One planet and a moving star, masses and orbit from the exoplanet priors (the reference probe set)."""
+    batch = _exoplanet_systems(rng, n, p)
+    _fill_common(batch, rng, p)
+    batch.dt[:] = _time_steps(p)[batch.dt_index]
+    return batch
+
+
 def sample_two_body(rng, n: int, p: dict) -> SystemBatch:
     batch = empty_batch(n, 1)
     batch.n_planets[:] = 1
@@ -300,8 +316,8 @@ def sample_nbody(rng, n: int, p: dict) -> SystemBatch:
     return batch
 
 
-SAMPLERS = {"vafa2025": sample_vafa2025, "two-body": sample_two_body, "solar-system": sample_solar_system,
-            "nbody": sample_nbody}
+SAMPLERS = {"vafa2025": sample_vafa2025, "two-body-exoplanet": sample_two_body_exoplanet, "two-body": sample_two_body,
+            "solar-system": sample_solar_system, "nbody": sample_nbody}
 
 
 def _time_steps(p: dict) -> np.ndarray:

@@ -35,6 +35,10 @@ def add_parser(sub) -> None:
     p.add_argument("--selection", default="best", choices=["best", "score"],
                    help="best: highest score within 1.5x of the lowest error (PySR's default); "
                    "score: highest score (the reference protocol)")
+    p.add_argument("--metric", default="auto", choices=["auto", "log", "relative"],
+                   help="error for refitting and selection: log (mean |ln y - ln f|, every row alike; needs a "
+                   "positive target), relative (mean|y - f| / mean|y|), auto (default: log when the target is "
+                   "positive)")
     p.add_argument("--subset", default="", metavar="COLS",
                    help="boolean columns that must be true for a row to be used, e.g. near_train")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="seeds fitted in parallel")
@@ -56,7 +60,9 @@ def run(args) -> int:
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
                            backend=args.backend, seeds=args.seeds, points=args.points, restarts=args.restarts,
                            selection=args.selection, settings=settings, workers=args.workers, progress=True,
+                           metric=args.metric,
                            subset=_names(args.subset, "--subset") if args.subset else [])
     plot_pareto(law, out.with_suffix(".pareto.png"))
-    print(json.dumps({k: law[k] for k in ("expression", "newtonian", "power_law", "seeds_agreeing", "seeds")}))
+    print(json.dumps({k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "seeds_agreeing",
+                                          "seeds")}))
     return 0

@@ -17,11 +17,15 @@ def _law_cell(law: dict | None) -> tuple[str, str]:
     """(recovered law, Newtonian k/n seeds) for a table row."""
     if not law or "expression" not in law:
         return (f"not run: {law.get('reason', '')}" if law else "—"), "—"
-    expr = law["expression"]
-    if len(expr) > 60:
-        expr = expr[:57] + "..."
-    verdict = "**yes**" if law["newtonian"] else "no"
-    return f"`{expr}`", f"{verdict} ({law['newtonian_seeds']}/{law['seeds']})"
+    latex = law.get("expression_latex")
+    if latex and len(latex) <= 120:
+        expr = f"${latex}$"
+    else:
+        text = law["expression"]
+        expr = f"`{text[:57] + '...' if len(text) > 60 else text}`"
+    grade = law.get("verdict", "newtonian" if law["newtonian"] else "—")
+    verdict = f"**{grade}**" if law["newtonian"] else grade
+    return expr, f"{verdict} ({law['newtonian_seeds']}/{law['seeds']} seeds Newtonian)"
 
 
 def _rel(study, path: Path) -> str:

@@ -154,8 +154,9 @@ def summarise_law(law_doc: dict | None) -> dict | None:
     """The verdict fields of a LAW.json (None, or a failure record, passes through)."""
     if not law_doc or "expression" not in law_doc:
         return law_doc
-    keys = ("expression", "newtonian", "power_law", "seeds_agreeing", "seeds", "newtonian_seeds", "error")
-    return {k: law_doc[k] for k in keys}
+    keys = ("expression", "expression_latex", "verdict", "inconclusive_reasons", "newtonian", "power_law",
+            "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric")
+    return {k: law_doc[k] for k in keys if k in law_doc}
 
 
 def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dict:
