@@ -176,7 +176,7 @@ def plot(results: dict, path: Path) -> None:
         ax.set_xticks(range(len(grades)), grades, rotation=30, ha="right")
         ax.set_yticks(range(len(laws)), [f"{n} ({LAWS[n][1]})" for n in laws], fontsize=8)
         ax.set_xlabel("verdict")
-        ax.set_title(f"per-seed verdicts (all data x noise)" if kind == "seeds" else
+        ax.set_title("per-seed verdicts (all data x noise)" if kind == "seeds" else
                      "cell verdicts (cross-seed decision)")
     fig.suptitle("orbitlaw discover: true law (rows) vs verdict (columns)")
     fig.savefig(path, dpi=110)
@@ -205,9 +205,10 @@ def main() -> None:
     results = previous.get("results", {}) if previous.get("settings_key") == key else {}
     work = Path(args.work or tempfile.mkdtemp(prefix="orbitlaw-discover-bench-"))
     features = {}
-    for i, name in enumerate(args.data.split(",")):
-        features[name] = (probe_rows(name.removeprefix("probe_"), work, seed=100 + i) if name.startswith("probe_")
-                          else synthetic(name, seed=100 + i))
+    for name in args.data.split(","):
+        seed = 100 + DATA.index(name)  # a data set does not depend on which others are benchmarked with it
+        features[name] = (probe_rows(name.removeprefix("probe_"), work, seed) if name.startswith("probe_")
+                          else synthetic(name, seed))
     start = time.perf_counter()
     for law_name in args.laws.split(","):
         for data_name in args.data.split(","):

@@ -8,6 +8,10 @@ Operator set (the reference protocol): binary ``+`` and ``*``, unary ``sin``, ``
 inverse; Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Size limit ``maxsize``
 nodes (20 by default).
 
+Loss (``SearchSettings.loss``): ``"r2"`` (default; Operon maximises R^2, PySR minimises L1 as before) or
+``"epsilon-l1"`` (the reference's ``max(1e-8, |y - f|) - 1e-8``: PySR's ``EpsilonInsLoss(1e-8)``;
+Operon's closest objective is the mean absolute error, the same loss without the 1e-8 dead zone).
+
 - ``operon`` (default, offline): NSGA-II over (R^2, length) with Levenberg-Marquardt constant tuning
   and linear scaling, a fixed evaluation budget (so a seed gives the same front on every machine).
 - ``pysr`` (optional extra ``orbitlaw[pysr]``, needs Julia): imported only when chosen.
@@ -37,6 +41,7 @@ class SearchSettings:
     budget: int = 30_000
     local_iterations: int = 5
     niterations: int = 100
+    loss: str = "r2"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -50,6 +55,9 @@ def prepare(backend: str) -> None:
     """Import the backend now (Operon pulls in scikit-learn: ~2 s) so that timings measure the search."""
     if backend == "operon":
         import pyoperon.sklearn  # noqa: F401
+
+
+LOSSES = ("r2", "epsilon-l1")
 
 
 def search(backend: str, X: np.ndarray, y: np.ndarray, seed: int, settings: SearchSettings) -> list[sympy.Expr]:
@@ -66,7 +74,8 @@ def _operon(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
 
     reg = SymbolicRegressor(
         allowed_symbols="add,mul,div,sin,cos,exp,constant,variable",
-        objectives=["r2", "length"], max_length=s.maxsize, population_size=s.population,
+        objectives=["mae" if s.loss == "epsilon-l1" else "r2", "length"], max_length=s.maxsize,
+        population_size=s.population,
         generations=10**6, max_evaluations=s.budget, optimizer_iterations=s.local_iterations,
         random_state=seed, n_threads=1)
     with warnings.catch_warnings():
@@ -109,7 +118,8 @@ def _pysr(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
         niterations=s.niterations, binary_operators=["+", "*"],
         unary_operators=["sin", "cos", "exp", "inv(x) = 1/x"],
         extra_sympy_mappings={"inv": lambda x: 1 / x}, maxsize=s.maxsize,
-        elementwise_loss="L1DistLoss()", model_selection="score", random_state=seed, deterministic=True,
+        elementwise_loss="EpsilonInsLoss(1e-8)" if s.loss == "epsilon-l1" else "L1DistLoss()",
+        model_selection="score", random_state=seed, deterministic=True,
         parallelism="serial", progress=False, verbosity=0, temp_equation_file=True)
     model.fit(X, y, variable_names=names)
     symbols = {n: sympy.Symbol(n) for n in names}

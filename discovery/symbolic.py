@@ -17,6 +17,12 @@ The seeds then vote: the form a strict majority chose is refitted on all rows an
 (:mod:`discovery.verdict`); without a majority, or when the law explains the target no better than a
 constant, the verdict is ``inconclusive`` and ``newtonian`` is false.
 
+``protocol="reference"`` is instead the reference's symbolic regression (science.md §5,
+:func:`fit_galaxy`): per seed ("galaxy") ``points`` random rows, ``restarts`` searches with the
+epsilon-insensitive L1 loss, each reporting its own model chosen by the PySR score on its own front, and
+the galaxy keeping the restart with the highest score; errors in relative L1, no held-out rows, no
+power-law screen. The same cross-seed decision and grades are then applied.
+
 The result is the LAW.json dictionary (see :func:`discover_law`). A run writes each finished seed to
 ``<out>.partial/`` so that a killed run resumes where it stopped, with the same result.
 """
@@ -189,14 +195,61 @@ def _robust_constant(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarra
         1 if c > 0 else -1)
 
 
+PROTOCOLS = ("orbitlaw", "reference")
+
+
+def fit_galaxy(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int, restarts: int,
+               settings: SearchSettings) -> dict:
+    """One reference "galaxy": ``points`` random rows, ``restarts`` searches, each restart's own model chosen
+    by the PySR score on its own front; the galaxy keeps the restart with the highest score.
+
+    With PySR the front is PySR's own (``equations_``: its constants, fitted to the epsilon-insensitive
+    loss). Operon's fronts are polished first (simplified, constants refitted by least squares, unsupported
+    constants dropped), since Operon tunes its constants for its own objective with linear scaling.
+    """
+    prepare(backend)
+    start, cpu = time.perf_counter(), time.process_time()
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(len(y), size=min(points, len(y)), replace=False))
+    Xs, ys = X[rows], y[rows]
+    symbols = placeholders(X.shape[1])
+    per_restart = []
+    for restart in range(restarts):
+        found = list({sympy.srepr(e): e for e in search(backend, Xs, ys, seed=seed * 1000 + restart,
+                                                           settings=settings)}.values())
+        if backend == "operon":
+            cands = [laws.polish(e, symbols, Xs, ys, "relative") for e in found]
+        else:
+            cands = [laws.Candidate(e, laws.complexity(e), laws.relative_l1(ys, laws.evaluate(e, symbols, Xs)))
+                     for e in found]
+        front = laws.pareto(cands)
+        per_restart.append((laws.choose(front, "score"), front))
+    best = best_restart([c for c, _ in per_restart])
+    chosen, front = per_restart[best]
+    return {"seed": seed, "expression": str(chosen.expr), "error": chosen.error, "complexity": chosen.complexity,
+            "score": chosen.score, "restart": best, "search_rows": len(rows), "holdout_rows": 0,
+            "restarts": [{"expression": str(c.expr), "score": c.score, "error": c.error} for c, _ in per_restart],
+            "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
+            "pareto": [c.to_dict() for c in front]}
+
+
+def best_restart(chosen: list[laws.Candidate]) -> int:
+    """Index of the restart whose chosen model has the highest score (ties: lower error, then earlier)."""
+    return max(range(len(chosen)), key=lambda i: (chosen[i].score, -chosen[i].error, -i))
+
+
 def _fit_seed_task(args) -> dict:
-    return fit_seed(*args)
+    protocol, *rest = args
+    if protocol == "reference":
+        X, y, seed, backend, points, restarts, _, settings, _ = rest
+        return fit_galaxy(X, y, seed, backend, points, restarts, settings)
+    return fit_seed(*rest)
 
 
 def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = "operon", seeds: int = 5,
                  points: int = 1000, restarts: int = 3, selection: str = "best",
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
-                 resume_dir: str | Path | None = None, metric: str = "auto") -> dict:
+                 resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw") -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
 
     Args:
@@ -207,6 +260,9 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         selection: ``"best"`` (PySR: highest score within 1.5x of the best error) or ``"score"``, both on
             held-out errors.
         metric: ``"auto"`` (``"log"`` for a positive target, else ``"relative"``), ``"log"`` or ``"relative"``.
+        protocol: ``"orbitlaw"`` (the module doc) or ``"reference"`` (:func:`fit_galaxy`; it fixes
+            ``selection="score"``, ``metric="relative"`` and the epsilon-insensitive L1 loss: passing
+            anything else for those is a ValueError).
         subset: boolean columns that must all be true for a row to be used (e.g. ``near_train``).
         resume_dir: where finished seeds are kept so that a killed run resumes (None: not kept).
 
@@ -224,7 +280,16 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         raise ValueError(f"need seeds >= 1, points >= {MIN_POINTS}, restarts >= 1 and workers >= 1")
     if selection not in ("best", "score"):
         raise ValueError(f"unknown model selection {selection!r}: use 'best' or 'score'")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}: use {' or '.join(PROTOCOLS)}")
     settings = settings or SearchSettings()
+    if protocol == "reference":
+        if selection != "score":
+            raise ValueError(f"--protocol reference chooses models by score; --selection {selection} contradicts it")
+        if metric not in ("auto", "relative"):
+            raise ValueError(f"--protocol reference measures relative L1 error; --metric {metric} contradicts it")
+        metric = "relative"
+        settings = dataclasses.replace(settings, loss="epsilon-l1")
     if settings.maxsize < 3:
         raise ValueError(f"maxsize must be at least 3, got {settings.maxsize}")
     X, y, data_info = load_table(table, target, features, subset)
@@ -236,9 +301,11 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     elif metric == "log" and not np.all(y > 0):
         raise ValueError(f"the log error metric needs a positive target; {target!r} has {int(np.sum(y <= 0))} "
                          "rows <= 0 (use --metric relative)")
-    config = {"backend": backend, "seeds": seeds, "points": points, "restarts": restarts, "selection": selection,
-              "metric": metric, "selected_on": "held-out rows", "power_law_screen": True,
-              "search": settings.to_dict()}
+    reference = protocol == "reference"
+    config = {"protocol": protocol, "backend": backend, "seeds": seeds, "points": points, "restarts": restarts,
+              "selection": selection, "metric": metric,
+              "selected_on": "each restart's own front, best restart by score" if reference else "held-out rows",
+              "power_law_screen": not reference, "search": settings.to_dict()}
     # A seed's result depends on everything but the number of seeds: more seeds later reuse these.
     digest = hashlib.sha256(json.dumps([{k: v for k, v in config.items() if k != "seeds"},
                                         _data_hash(X, y)]).encode()).hexdigest()
@@ -256,7 +323,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                 if saved.get("digest") == digest:
                     results[seed] = saved["result"]
     todo = [s for s in range(seeds) if s not in results]
-    tasks = [(X, y, s, backend, points, restarts, selection, settings, metric) for s in todo]
+    tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric) for s in todo]
     bar = tqdm(total=seeds, initial=seeds - len(todo), desc=f"symbolic regression ({backend})", unit="seed",
                disable=not progress)
 

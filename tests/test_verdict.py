@@ -12,7 +12,7 @@ import sympy
 from discovery import law as laws
 from discovery import powerlaw
 from discovery.backends import SearchSettings, placeholders
-from discovery.symbolic import cross_seed_verdict, discover_law, split_rows
+from discovery.symbolic import best_restart, cross_seed_verdict, discover_law, split_rows
 from discovery.verdict import MIN_VERDICT_ROWS, VERDICTS, constant_error, form_grade
 
 G = 4 * math.pi**2
@@ -170,7 +170,8 @@ def test_search_and_held_out_rows_are_disjoint_and_seeded():
     assert len(a) == 750 and len(b) == 750 and not set(a) & set(b)
     a2, b2 = split_rows(5000, 1000, seed=4)
     assert len(a2) == len(b2) == 1000 and not set(a2) & set(b2)
-    assert np.array_equal(split_rows(5000, 1000, seed=4)[0], a2) and not np.array_equal(split_rows(5000, 1000, 5)[0], a2)
+    assert np.array_equal(split_rows(5000, 1000, seed=4)[0], a2)
+    assert not np.array_equal(split_rows(5000, 1000, seed=5)[0], a2)
 
 
 def test_log_metric_refuses_a_non_positive_target():
@@ -180,3 +181,40 @@ def test_log_metric_refuses_a_non_positive_target():
         discover_law(data, "F", seeds=1, metric="log")
     out = discover_law(data, "F", seeds=1, restarts=1, settings=FAST)  # auto: relative L1 on this target
     assert out["error_metric"] == "relative"
+
+
+# --- the reference protocol ------------------------------------------------------------------------------
+
+def test_reference_protocol_keeps_the_restart_with_the_highest_score():
+    data = uniform_r_table(lambda r, a, b: G * a * b / r**2, n=600, noise=0.0, seed=5)
+    out = discover_law(data, "F", seeds=2, points=300, restarts=2, settings=FAST, protocol="reference",
+                       selection="score")
+    assert out["settings"]["protocol"] == "reference" and out["error_metric"] == "relative"
+    assert out["settings"]["search"]["loss"] == "epsilon-l1" and not out["settings"]["power_law_screen"]
+    for s in out["per_seed"]:
+        assert s["holdout_rows"] == 0 and len(s["restarts"]) == 2
+        assert s["score"] == max(r["score"] for r in s["restarts"])
+        assert s["restarts"][s["restart"]]["expression"] == str(sympy.sympify(s["expression"]).xreplace(
+            dict(zip(sympy.symbols("r m1 m2"), placeholders(3), strict=True))))
+
+
+def test_the_galaxy_keeps_the_restart_whose_score_is_highest_not_whose_error_is_lowest():
+    a, b, c, d = sympy.symbols("a b c d")
+    fronts = [laws.pareto([laws.Candidate(a, 1, 1.0), laws.Candidate(b, 7, 0.05), laws.Candidate(c, 19, 0.001)]),
+              laws.pareto([laws.Candidate(a, 1, 1.0), laws.Candidate(d, 5, 0.2)])]
+    chosen = [laws.choose(f, "score") for f in fronts]
+    assert [x.expr for x in chosen] == [b, d]  # score 0.50 (b) over 0.30 (c); d scores 0.40
+    assert best_restart(chosen) == 0  # b: score 0.50 beats d's 0.40, though restart 0 also holds c (error 1e-3)
+    chosen[1].score = chosen[0].score
+    assert best_restart(chosen) == 0  # a tie in score goes to the lower error
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"selection": "best"}, "--protocol reference chooses models by score; --selection best contradicts it"),
+    ({"selection": "score", "metric": "log"}, "--metric log contradicts it"),
+    ({"protocol": "referense"}, "unknown protocol 'referense'"),
+])
+def test_reference_protocol_refuses_contradicting_choices(kwargs, message):
+    data = uniform_r_table(lambda r, a, b: G * a * b / r**2, n=200)
+    with pytest.raises(ValueError, match=message):
+        discover_law(data, "F", seeds=1, **{"protocol": "reference", **kwargs})

@@ -32,10 +32,13 @@ def add_parser(sub) -> None:
     p.add_argument("--restarts", type=int, default=3, help="searches per seed, fronts merged (default 3)")
     p.add_argument("--maxsize", type=int, default=20, help="largest expression size (default 20)")
     p.add_argument("--budget", type=int, default=None, help="Operon evaluations per search (default 30000)")
-    p.add_argument("--selection", default="best", choices=["best", "score"],
-                   help="best: highest score within 1.5x of the lowest error (PySR's default); "
-                   "score: highest score (the reference protocol)")
-    p.add_argument("--metric", default="auto", choices=["auto", "log", "relative"],
+    p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
+                   help="orbitlaw (default): log-space error, power-law screen, selection on held-out rows; "
+                   "reference: Vafa et al.'s (epsilon-insensitive L1, per-restart score, best restart kept)")
+    p.add_argument("--selection", default=None, choices=["best", "score"],
+                   help="best (default under orbitlaw): highest score within 1.5x of the lowest error (PySR's "
+                   "default); score: highest score (what --protocol reference uses)")
+    p.add_argument("--metric", default=None, choices=["auto", "log", "relative"],
                    help="error for refitting and selection: log (mean |ln y - ln f|, every row alike; needs a "
                    "positive target), relative (mean|y - f| / mean|y|), auto (default: log when the target is "
                    "positive)")
@@ -59,8 +62,9 @@ def run(args) -> int:
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
                            backend=args.backend, seeds=args.seeds, points=args.points, restarts=args.restarts,
-                           selection=args.selection, settings=settings, workers=args.workers, progress=True,
-                           metric=args.metric,
+                           selection=args.selection or ("score" if args.protocol == "reference" else "best"),
+                           settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
+                           protocol=args.protocol,
                            subset=_names(args.subset, "--subset") if args.subset else [])
     plot_pareto(law, out.with_suffix(".pareto.png"))
     print(json.dumps({k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "seeds_agreeing",
