@@ -34,8 +34,13 @@ from models.presets import model_config
 from orbits.provenance import code_version
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
-                        "schedule", "warmup_steps", "seed", "train_split")
+                        "schedule", "warmup_steps", "seed", "train_split", "precision")
 """Training settings a resumed run must keep to follow the same trajectory."""
+
+
+PRECISIONS = ("bf16", "fp32")
+"""Forward precision on CUDA: bf16 autocast (loss in fp32) or plain fp32 (the reference's). The CPU always
+runs fp32."""
 
 
 class TrainingStopped(Exception):
@@ -73,9 +78,12 @@ class TrainConfig:
     train_split: str = "train"
     val_split: str = "val"
     compile: bool = False
+    precision: str = "bf16"
     model_overrides: dict = field(default_factory=dict)
 
     def validate(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; choose {' or '.join(PRECISIONS)}")
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"unknown lr schedule {self.schedule!r}; choose constant or cosine")
         for name in ("max_steps", "checkpoint_every", "eval_every", "log_every", "batch_size"):
@@ -252,8 +260,8 @@ def evaluate_loss(model: GPT, tokens, n_seq: int, batch: int, context: int, devi
     return total / max(count, 1)
 
 
-def _amp_context(device):
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+def _amp_context(device, precision: str = "bf16"):
+    if precision == "bf16" and device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return torch.autocast("cpu", enabled=False)
 
@@ -302,7 +310,9 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         saved = state["run_config"]
         if saved["model"] != run_config["model"]:
             raise ValueError(f"--resume with different model settings than the run in {run}")
-        changed = [k for k in _TRAJECTORY_SETTINGS if saved["train"].get(k) != run_config["train"].get(k)]
+        # runs saved before a setting existed ran with its default (precision: bf16)
+        changed = [k for k in _TRAJECTORY_SETTINGS
+                   if saved["train"].get(k, getattr(TrainConfig, k, None)) != run_config["train"].get(k)]
         if cfg.schedule == "cosine" and saved["train"]["max_steps"] != cfg.max_steps:
             changed.append("max_steps (it sets the cosine schedule)")
         if changed:
@@ -328,7 +338,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         net = DistributedDataParallel(model, device_ids=[dist.local_rank] if device.type == "cuda" else None)
     if cfg.compile and device.type == "cuda":
         net = torch.compile(net)
-    amp = _amp_context(device)
+    amp = _amp_context(device, cfg.precision)
 
     stop = {"signal": None}
 

@@ -86,8 +86,8 @@ def _load_previous(out: Path, config: dict) -> dict:
     except ValueError as exc:
         raise ValueError(f"{path} is not valid JSON ({exc}); move it away or use another --out") from None
     old = previous.get("config", {})
-    for key in ("systems", "seed", "reference_prompt"):
-        if old.get(key) != config[key]:
+    for key in ("systems", "seed", "reference_prompt", "preset"):
+        if old.get(key, "two-body" if key == "preset" else None) != config[key]:  # older runs: two-body
             raise ValueError(f"{out} holds a run with {key}={old.get(key)!r}, not {config[key]!r}; use another --out")
     return previous
 
@@ -132,8 +132,9 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
         reference_prompt: bool = False, settings: Settings | None = None, concurrency: int = 4,
         timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0, run_discovery: bool = True,
         sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS,
-        sr_restarts: int = SR_RESTARTS, sr_settings=None, progress: bool = True) -> dict:
-    """Run one model on ``systems`` two-body systems into ``out`` (see the module docstring).
+        sr_restarts: int = SR_RESTARTS, sr_settings=None, progress: bool = True,
+        preset: str = "two-body-exoplanet") -> dict:
+    """Run one model on ``systems`` one-planet systems of ``preset`` into ``out`` (see the module docstring).
 
     Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
     before anything is written, and RuntimeError when every request failed.
@@ -146,9 +147,9 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     check_provider(provider)
     out = Path(out)
     config = {"systems": int(systems), "seed": int(seed), "reference_prompt": bool(reference_prompt),
-              "preset": "two-body"}
+              "preset": preset}
+    system_list = generate_systems(int(systems), int(seed), preset=preset)
     previous = _load_previous(out, config)
-    system_list = generate_systems(int(systems), int(seed))
     prompts = [build_prompt(s.coords, s.force, s.revealed, reference=reference_prompt) for s in system_list]
     cache = ResponseCache(out / "cache")
     keys = [request_key(provider, model, base_url, p, settings.as_dict()) for p in prompts]

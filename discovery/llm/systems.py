@@ -1,7 +1,9 @@
 """Two-body systems for the LLM prompts, and the reference's on-disk layout.
 
-:func:`generate_systems` draws ``n`` systems of the ``two-body`` preset (one planet, both masses
-U(1e-4, 1.01e-2) M_sun, the star moves, week or six-month step) through the orbits package, split
+:func:`generate_systems` draws ``n`` systems of a one-planet preset through the orbits package: by
+default ``two-body-exoplanet``, the reference's force-probe set (planet and star masses from the exoplanet
+priors, the star moves, week or six-month step; the five recorded systems have stars of 0.62-1.21 and
+planets of 1.6e-7-4.8e-4 M_sun), or ``two-body`` (both masses U(1e-4, 1.01e-2) M_sun), split
 ``"llm"``: system i depends only on (seed, i), so asking for more systems keeps the first ones (and
 their cached answers). The planet's coordinates are the tokeniser's bin centres, as in the reference
 prompts; the force is the exact |F| = G m1 m2 / r^2 on the planet (M_sun AU / yr^2, G = 4 pi^2).
@@ -26,6 +28,8 @@ import numpy as np
 from discovery.llm.prompt import REVEALED, STEPS
 
 SPLIT = "llm"
+PRESETS = ("two-body-exoplanet", "two-body")
+"""One-planet presets whose systems can be prompted (the first is the default: the reference's probe set)."""
 _INDEX = re.compile(r"^true_force_(\d+)\.npy$")
 
 
@@ -59,22 +63,24 @@ def revealed_steps(seed: int, index: int, steps: int = STEPS, k: int = REVEALED)
     return np.sort(rng.choice(steps // 2, size=k, replace=False)).astype(np.int64)
 
 
-def generate_systems(n: int, seed: int, steps: int = STEPS) -> list[System]:
-    """Systems 0..n-1 of the two-body preset for ``seed`` (see the module docstring)."""
+def generate_systems(n: int, seed: int, steps: int = STEPS, preset: str = PRESETS[0]) -> list[System]:
+    """Systems 0..n-1 of ``preset`` for ``seed`` (see the module docstring)."""
     from orbits import preset_params
     from orbits.dataset import SHARD_SIZE, build_block
     from orbits.tokenizer import TokenizerSpec
 
     if n < 1:
         raise ValueError(f"--systems must be >= 1, got {n}")
-    params, spec = preset_params("two-body"), TokenizerSpec()
+    if preset not in PRESETS:
+        raise ValueError(f"--preset {preset!r}: LLM prompts need a one-planet preset, {' or '.join(PRESETS)}")
+    params, spec = preset_params(preset), TokenizerSpec()
     out: list[System] = []
     for block in range(-(-n // SHARD_SIZE)):
         count = min(SHARD_SIZE, n - block * SHARD_SIZE)
-        arrays, _ = build_block("two-body", params, spec, int(seed), SPLIT, block, count)
+        arrays, _ = build_block(preset, params, spec, int(seed), SPLIT, block, count)
         pos, vel = arrays["positions"][:, :steps], arrays["velocities"][:, :steps]
         if pos.shape[1] < steps:
-            raise ValueError(f"the two-body preset stores {pos.shape[1]} steps, fewer than {steps}")
+            raise ValueError(f"the {preset} preset stores {pos.shape[1]} steps, fewer than {steps}")
         coords = spec.decode(arrays["tokens"][:, 1::2][:, :steps])  # planet tokens: 1, 3, 5, ...
         force = np.linalg.norm(arrays["forces"][:, :steps, 0], axis=-1)
         masses = arrays["masses"]

@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
     r.add_argument("--base-url", default=None, metavar="URL", help="endpoint (required for openai-compatible)")
     r.add_argument("--systems", required=True, type=int, metavar="N")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--preset", default="two-body-exoplanet", choices=["two-body-exoplanet", "two-body"],
+                   help="where the systems come from: two-body-exoplanet (default; the reference's force-probe "
+                   "set, exoplanet-prior masses) or two-body (both masses U(1e-4, 1.01e-2))")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--reference-prompt", action="store_true",
                    help="keep the reference's original (false) wording 'The sun is at the origin.'")
@@ -79,7 +82,7 @@ def run(args) -> int:
                   reference_prompt=args.reference_prompt, settings=settings, concurrency=args.concurrency,
                   timeout=args.timeout, max_retries=args.max_retries, backoff=args.backoff,
                   run_discovery=args.discover, sr_seeds=args.sr_seeds, sr_points=args.sr_points,
-                  sr_restarts=args.sr_restarts,
+                  sr_restarts=args.sr_restarts, preset=args.preset,
                   progress=args.progress)
     _print_summary(doc)
     failed = [r for r in doc["results"] if r["model"] == args.model and r.get("error")]

@@ -17,10 +17,16 @@ def add_parser(sub) -> None:
         "earlier `orbitlaw llm run` directories; never a network call) and write STUDY/report.md and "
         "STUDY/results.json. Every stage is cached by its config: a killed study resumes where it was.")
     p.add_argument("--preset", required=True, choices=list(PRESETS),
-                   help="smoke (minutes, CPU), cpu (about an hour on 2 cores), gpu-109m (reference scale)")
+                   help="smoke (minutes, CPU), cpu (about an hour on 2 cores), gpu-109m (reference scale), "
+                   "gpu-109m-rope (the same with rotary positions, for length extrapolation)")
+    p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
+                   help="orbitlaw (default): the toolkit's probe and symbolic regression; reference: Vafa et "
+                   "al.'s protocol in every stage (see the README's departures table)")
+    p.add_argument("--show-config", action="store_true",
+                   help="print the fully resolved configuration as JSON and exit (no stage runs)")
     p.add_argument("--attention", default=None, metavar="A,B,...",
                    help="attention variants to compare (default: the preset's, softmax,lssar)")
-    p.add_argument("--out", required=True, metavar="STUDY")
+    p.add_argument("--out", default=None, metavar="STUDY", help="the study directory (required unless --show-config)")
     p.add_argument("--seed", type=int, default=0, help="added to every seed of the preset")
     p.add_argument("--llm-reference", default="auto", metavar="DIR",
                    help="the reference data (…/vafa2025) whose recorded LLM answers are scored; 'auto' uses "
@@ -40,12 +46,20 @@ def run(args) -> int:
     if args.workers < 1 or args.nproc_per_node < 1:
         raise ValueError("--workers and --nproc-per-node must be >= 1")
     attentions = [a.strip() for a in args.attention.split(",")] if args.attention else None
+    if args.show_config:
+        from orbitlaw.study.presets import study_config
+
+        print(json.dumps(study_config(args.preset, attentions, args.seed, args.protocol), indent=1))
+        return 0
+    if args.out is None:
+        raise ValueError("--out STUDY is required (only --show-config runs without it)")
     reference = None if args.llm_reference == "none" else args.llm_reference
     extra = [d.strip() for d in args.llm_results.split(",") if d.strip()]
     results = run_study(args.preset, args.out, attentions=attentions, seed=args.seed, llm_reference=reference,
                         llm_results=extra, workers=args.workers, nproc=args.nproc_per_node,
-                        progress=not args.quiet)
+                        progress=not args.quiet, protocol=args.protocol)
     print(json.dumps({m["attention"]: {"val_loss": m["val_loss"], "probe_r2": m["probe_r2"],
+                                       "verdict": (m["law"] or {}).get("verdict"),
                                        "newtonian": (m["law"] or {}).get("newtonian")} for m in results["models"]}))
     print(f"report: {args.out}/report.md")
     return 0

@@ -33,6 +33,8 @@ def add_parser(sub) -> None:
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compile", action="store_true", help="torch.compile the model (GPU)")
+    p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16",
+                   help="CUDA forward precision: bf16 autocast (default) or fp32 (the reference's); CPU: fp32")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -46,7 +48,7 @@ def run(args) -> int:
                       checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
                       lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
-                      compile=args.compile,
+                      compile=args.compile, precision=args.precision,
                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
     try:
         summary = train(cfg, resume=args.resume, progress=not args.quiet)

@@ -13,13 +13,14 @@ from orbits.provenance import code_version, write_json_atomic
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
               llm_reference: str | Path | None = "auto", llm_results: list[str | Path] = (), workers: int = 1,
-              nproc: int = 1, progress: bool = True) -> dict:
+              nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw") -> dict:
     """Run (or resume) every stage of the study in ``out``; returns the results.json dictionary.
 
     ``llm_reference``: the reference data directory (``.../vafa2025``), ``"auto"`` to use the one beside
-    the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in.
+    the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in;
+    ``protocol``: ``"orbitlaw"`` or ``"reference"`` (:func:`orbitlaw.study.presets.study_config`).
     """
-    config = study_config(preset, attentions, seed)
+    config = study_config(preset, attentions, seed, protocol)
     reference = stages.find_reference() if llm_reference == "auto" else (Path(llm_reference) if llm_reference else None)
     if reference is not None and not (reference / "llm-prompts").is_dir():
         raise ValueError(f"--llm-reference {reference}: no llm-prompts/ directory there")
@@ -95,6 +96,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         "oracle": {"kind": "knn", "probe_r2": oracle["metrics"]["heldout_unlabelled"].get("r2"),
                    "probe_r2_log": oracle["metrics"]["heldout_unlabelled"].get("r2_log"), "law": oracle_law},
         "llm": llm["models"], "llm_control": llm["control"],
+        "protocol": config["protocol"], "notes": config["notes"],
         "config": config, "seeds": {k: v["seed"] for k, v in config.items() if isinstance(v, dict) and "seed" in v},
         "code_version": code_version(),
     }

@@ -1,17 +1,28 @@
-"""Study presets: how big each stage of ``orbitlaw run`` is.
+"""Study presets: how big each stage of ``orbitlaw run`` is, and the protocol it follows.
 
 - ``smoke``: every stage at toy size, a few minutes on 2 CPU cores (what CI and the README run). Its
   numbers only show that the pipeline works.
 - ``cpu``: the strongest study 2 CPU cores do in about an hour: tiny GPTs (2 layers, 128 wide; about
   20 minutes of pretraining each, 3.3M tokens) on two-body orbits, probes fine-tuned for 300 steps.
-- ``gpu-109m``: the reference scale (Vafa et al. 2025): the 108.5M GPT pretrained on the ``vafa2025``
-  data, the 10,000-sequence two-body probe set, 10k fine-tuning steps, SR with 5 seeds. Meant for
-  ``torchrun --nproc_per_node N orbitlaw run --preset gpu-109m ...`` on GPUs; not run on CPU.
+- ``gpu-109m``: the reference scale (Vafa et al. 2025, science.md §3): the 108.5M GPT with learned
+  positions pretrained on the ``vafa2025`` data with the reference recipe (AdamW, constant lr 6e-4
+  without warmup, global batch 512, 600k steps), probed on 10,000 ``two-body-exoplanet`` sequences (the
+  reference's force-probe set), 10k fine-tuning steps, SR with 5 seeds. For ``torchrun --nproc_per_node
+  N orbitlaw run --preset gpu-109m ...`` on GPUs; not run on CPU.
+- ``gpu-109m-rope``: the same with rotary positions, the variant for length extrapolation (learned
+  positions cannot be evaluated past their block).
 
 At ``smoke`` and ``cpu`` scale the models are pretrained on the ``two-body`` preset (the same
-distribution as the probe set) instead of ``vafa2025``: a tiny model learns one distribution in minutes,
-the full reference mixture not. All models use rotary positions so that length extrapolation can be
-measured (the reference GPT uses learned positions).
+distribution as their probe set) instead of ``vafa2025``: a tiny model learns one distribution in
+minutes, the full reference mixture not. They use rotary positions so that length extrapolation can be
+measured, and a cosine schedule.
+
+Protocols (:func:`study_config`): ``orbitlaw`` (default) probes with the log-scaled target and the
+global masked mean, and discovers with the log-space error, the power-law screen and held-out selection;
+``reference`` sets every stage to Vafa et al.'s protocol: the probe's raw |F| target, per-sequence loss
+and label layout, the reference symbolic regression (per-restart score, epsilon-insensitive L1) and, for
+the ``gpu-109m`` presets, fp32 training (``orbitlaw`` trains them in bf16). What a preset cannot match
+at its scale (the tiny presets' data, positions and training budget) is listed in ``config["notes"]``.
 """
 
 from __future__ import annotations
@@ -54,11 +65,11 @@ PRESETS: dict[str, dict] = {
     "gpu-109m": {
         "attentions": ["softmax", "lssar"],
         "pretrain_data": {"preset": "vafa2025", "splits": {"train": 10_000_000, "val": 10_000}, "seed": 0},
-        "probe_data": {"preset": "two-body", "splits": {"train": 10_000}, "seed": 1},
+        "probe_data": {"preset": "two-body-exoplanet", "splits": {"train": 10_000}, "seed": 1},
         "solar_data": {"preset": "solar-system", "splits": {"train": 8}, "seed": 2},
-        "train": {"preset": "gpt-109m", "pos": "rope", "max_steps": 100_000, "batch_size": 64, "lr": 6e-4,
-                  "schedule": "cosine", "warmup_steps": 2_000, "eval_every": 1_000, "checkpoint_every": 1_000,
-                  "log_every": 50, "eval_sequences": 256, "seed": 0},
+        "train": {"preset": "gpt-109m", "pos": "learned", "max_steps": 600_000, "batch_size": 512, "lr": 6e-4,
+                  "schedule": "constant", "warmup_steps": 0, "eval_every": 5_000, "checkpoint_every": 5_000,
+                  "log_every": 100, "eval_sequences": 256, "seed": 0, "precision": "bf16"},
         "evaluate": {"lengths": [1, 2, 4, 8, 16], "sequences": 1_000, "extrapolation_sequences": 32},
         "probe": {"steps": 10_000, "batch": 64, "checkpoint_every": 500, "train_sequences": 9_000,
                   "heldout_sequences": 1_000,
@@ -71,12 +82,42 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def study_config(preset: str, attentions: list[str] | None = None, seed: int | None = None) -> dict:
-    """A deep copy of ``preset`` with the attention list and (optionally) every seed shifted by ``seed``."""
+PRESETS["gpu-109m-rope"] = copy.deepcopy(PRESETS["gpu-109m"])
+PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
+PRESETS["gpu-109m"]["evaluate"]["lengths"] = [1]  # learned positions: no evaluation past the block
+
+PROTOCOLS = ("orbitlaw", "reference")
+
+_TINY_NOTES = [
+    "pretrained on `two-body` orbits, not the reference's `vafa2025` mixture (a tiny model learns one "
+    "distribution in minutes), and probed on the same `two-body` preset (the reference probes on "
+    "`two-body-exoplanet`)",
+    "rotary positions and a cosine schedule over a CPU-sized budget, not learned positions and 600k x 512 "
+    "sequences at a constant lr",
+]
+
+
+def study_config(preset: str, attentions: list[str] | None = None, seed: int | None = None,
+                 protocol: str = "orbitlaw") -> dict:
+    """A deep copy of ``preset`` under ``protocol``, with the attention list and (optionally) every seed
+    shifted by ``seed``: every stage's settings resolved (``orbitlaw run --show-config`` prints it)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown study preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}: choose {' or '.join(PROTOCOLS)}")
     config = copy.deepcopy(PRESETS[preset])
     config["preset"] = preset
+    config["protocol"] = protocol
+    config["probe"]["protocol"] = protocol
+    config["discover"]["protocol"] = protocol
+    notes = list(_TINY_NOTES) if preset in ("smoke", "cpu") else []
+    if protocol == "reference" and preset.startswith("gpu-109m"):
+        config["train"]["precision"] = "fp32"
+    if preset == "gpu-109m-rope":
+        notes.append("rotary positions (for length extrapolation); the reference GPT has learned positions")
+    if protocol == "orbitlaw" and preset.startswith("gpu-109m"):
+        notes.append("bf16 autocast (the reference trains in fp32: --protocol reference)")
+    config["notes"] = notes
     if attentions:
         from models.attention import ATTENTIONS
 

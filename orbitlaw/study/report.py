@@ -127,16 +127,32 @@ def discussion(results: dict) -> str:
     return " ".join(parts)
 
 
+def _protocol_paragraph(protocol: str, notes: list[str]) -> str:
+    if protocol == "reference":
+        text = ("Protocol `reference` (Vafa et al. 2025): force probes on the raw |F| with the per-sequence loss "
+                "and the reference label layout; symbolic regression per galaxy with three restarts, each choosing "
+                "by the PySR score, the galaxy keeping the highest-scoring restart, epsilon-insensitive L1 loss.")
+    else:
+        text = ("Protocol `orbitlaw` (the toolkit's defaults; `--protocol reference` runs the reference's): force "
+                "probes on a log-scaled |F| with a global masked mean; symbolic regression with a log-space error, "
+                "a power-law screen and selection on held-out rows.")
+    if notes:
+        text += " At this preset's scale the study departs from the reference in: " + "; ".join(notes) + "."
+    return text
+
+
 def write_report(study, results: dict) -> dict[str, str]:
     """Write STUDY/report.md (and its figures); returns the figure paths relative to STUDY."""
     made = figures(study, results)
     cfg = results["config"]
-    lines = [f"# orbitlaw study: `{cfg['preset']}`", "",
+    protocol = results.get("protocol", cfg.get("protocol", "orbitlaw"))
+    lines = [f"# orbitlaw study: `{cfg['preset']}`, protocol `{protocol}`", "",
              f"Code version `{results['code_version']}`; seeds {results['seeds']}. Units: AU, yr, M☉; forces in "
              "M☉·AU/yr² (G = 4π² = 39.478).", "",
+             _protocol_paragraph(protocol, results.get("notes", cfg.get("notes", []))), "",
              "## Models", "",
              "| attention | val loss | loss @8x | loss @16x | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | "
-             "recovered law | Newtonian (seeds) |",
+             "recovered law | verdict (seeds Newtonian) |",
              "|---|---|---|---|---|---|---|---|"]
     for m in results["models"]:
         law, newton = _law_cell(m["law"])
@@ -148,9 +164,12 @@ def write_report(study, results: dict) -> dict[str, str]:
     lines.append(f"| *kNN oracle (true state)* | — | — | — | {_num(o['probe_r2'])} | {_num(o['probe_r2_log'])} | "
                  f"{law} | {newton} |")
     lines += ["", "Probe R² is on held-out, unlabelled planet steps; the law is the symbolic regression "
-              "(Operon) of the probe's predictions on the steps nearest to training states: the form the most "
-              "seeds agree on, refitted on all of them; Newtonian means exactly C·m1·m2/r², with (k/n) the seeds "
-              "whose own law is Newtonian.", ""]
+              "(Operon) of the probe's predictions on the steps nearest to training states, refitted on all of "
+              "them. The verdict: `newtonian` is exactly C·m1·m2/r² chosen by a strict majority of the seeds; "
+              "`inverse-square-planet-mass` is C·m1/r² (the LSSAR write-up's \"F ∝ m1/r²\", Newton's law only "
+              "where the star mass is constant); `power-law` and `not-a-power-law` say what else came out; "
+              "`inconclusive` means the seeds did not agree or the law explains the forces no better than a "
+              "constant. (k/n): the seeds whose own law is Newtonian.", ""]
     if results.get("llm"):
         lines += ["## LLM baselines", "", "| model | systems parsed | median R² (all) | median R² (held-out) | "
                   "recovered law | Newtonian (seeds) |", "|---|---|---|---|---|---|"]

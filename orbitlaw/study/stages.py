@@ -85,7 +85,8 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
                 "--pos", spec["pos"], "--max-steps", str(spec["max_steps"]), "--batch-size", str(spec["batch_size"]),
                 "--lr", str(spec["lr"]), "--schedule", spec["schedule"], "--warmup-steps", str(spec["warmup_steps"]),
                 "--eval-every", str(spec["eval_every"]), "--checkpoint-every", str(spec["checkpoint_every"]),
-                "--log-every", str(spec["log_every"]), "--seed", str(spec["seed"])] + (["--resume"] if resume else [])
+                "--log-every", str(spec["log_every"]), "--seed", str(spec["seed"]),
+                "--precision", spec.get("precision", "bf16")] + (["--resume"] if resume else [])
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "-m", "orbitlaw",
                "train", *args]
         if subprocess.run(cmd).returncode != 0:
@@ -142,10 +143,12 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) 
     from discovery.pareto_plot import plot_pareto
     from discovery.symbolic import discover_to_file
 
+    protocol = spec.get("protocol", "orbitlaw")
     result = discover_to_file(out, predictions, target="F_pred", features=["r", "m1", "m2"],
                               subset=["near_train"], seeds=spec["seeds"], points=spec["points"],
                               restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
-                              workers=workers, progress=progress)
+                              workers=workers, progress=progress, protocol=protocol,
+                              selection="score" if protocol == "reference" else "best")
     plot_pareto(result, out.with_suffix(".pareto.png"))
     return summarise_law(result)
 

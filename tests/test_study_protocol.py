@@ -1,0 +1,72 @@
+"""``orbitlaw run --protocol`` and ``--show-config``: the resolved configuration of each study preset."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from models.train import TrainConfig
+from orbitlaw.cli import main
+from orbitlaw.study.presets import PRESETS, study_config
+
+REFERENCE_RECIPE = {"preset": "gpt-109m", "pos": "learned", "lr": 6e-4, "schedule": "constant", "warmup_steps": 0,
+                    "batch_size": 512, "max_steps": 600_000}
+
+
+def test_gpu_109m_under_the_reference_protocol_is_the_reference():
+    c = study_config("gpu-109m", protocol="reference")
+    assert {k: c["train"][k] for k in REFERENCE_RECIPE} == REFERENCE_RECIPE and c["train"]["precision"] == "fp32"
+    assert c["pretrain_data"]["preset"] == "vafa2025" and c["pretrain_data"]["splits"]["train"] == 10_000_000
+    assert c["probe_data"] == {"preset": "two-body-exoplanet", "splits": {"train": 10_000}, "seed": 1}
+    assert (c["probe"]["train_sequences"], c["probe"]["heldout_sequences"]) == (9_000, 1_000)
+    assert (c["probe"]["steps"], c["probe"]["batch"], c["probe"]["protocol"]) == (10_000, 64, "reference")
+    assert c["discover"]["protocol"] == "reference" and (c["discover"]["seeds"], c["discover"]["restarts"]) == (5, 3)
+    assert c["evaluate"]["lengths"] == [1]  # learned positions cannot be evaluated past their block
+    assert c["protocol"] == "reference" and c["notes"] == []
+
+
+def test_gpu_109m_under_the_orbitlaw_protocol_departs_only_where_documented():
+    ref, own = study_config("gpu-109m", protocol="reference"), study_config("gpu-109m")
+    assert own["protocol"] == "orbitlaw" and own["probe"]["protocol"] == own["discover"]["protocol"] == "orbitlaw"
+    assert own["train"]["precision"] == "bf16" and any("bf16" in n for n in own["notes"])
+    same = {k: v for k, v in own["train"].items() if k != "precision"}
+    assert same == {k: v for k, v in ref["train"].items() if k != "precision"}
+    assert own["probe_data"] == ref["probe_data"] and own["pretrain_data"] == ref["pretrain_data"]
+    rope = study_config("gpu-109m-rope", protocol="reference")
+    assert rope["train"]["pos"] == "rope" and rope["evaluate"]["lengths"] == [1, 2, 4, 8, 16]
+    assert any("rotary" in n for n in rope["notes"])
+
+
+@pytest.mark.parametrize("preset", ["smoke", "cpu"])
+def test_small_presets_say_what_they_cannot_match(preset):
+    c = study_config(preset, protocol="reference")
+    assert c["probe"]["protocol"] == c["discover"]["protocol"] == "reference"
+    assert c["probe_data"]["preset"] == "two-body" and any("two-body" in n for n in c["notes"])
+    assert PRESETS[preset]["train"] == c["train"]  # the training recipe stays the preset's
+
+
+def test_show_config_prints_the_resolved_config_and_runs_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--preset", "gpu-109m", "--protocol", "reference", "--show-config"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == json.loads(json.dumps(study_config("gpu-109m", protocol="reference")))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_misspelled_protocol_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--preset", "smoke", "--protocol", "referense", "--out", "x"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "invalid choice: 'referense'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_study_needs_out_unless_it_only_shows_its_config(capsys):
+    assert main(["run", "--preset", "smoke"]) == 2
+    err = capsys.readouterr().err
+    assert "--out STUDY is required" in err and len(err.strip().splitlines()) == 1
+
+
+def test_training_precision_is_validated():
+    with pytest.raises(ValueError, match="unknown precision 'fp16'"):
+        TrainConfig(data="d", out="o", precision="fp16").validate()
