@@ -148,12 +148,13 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     symbols = placeholders(X.shape[1])
     found = []
     base = powerlaw.screen(Xs, ys, symbols)
-    if base is None:  # a target or feature <= 0: search the raw target
+    with np.errstate(all="ignore"):
+        ratio = None if base is None else ys / laws.evaluate(base, symbols, Xs)
+    if ratio is None or not np.all(np.isfinite(ratio)):  # a target or feature <= 0: search the raw target
         for restart in range(restarts):
             found += search(backend, Xs, ys, seed=seed * 1000 + restart, settings=settings)
     else:  # search the departure g = y / base from the best power law; candidates are base * g
         found.append(base)
-        ratio = ys / laws.evaluate(base, symbols, Xs)
         residual = dataclasses.replace(settings, maxsize=max(3, settings.maxsize - laws.complexity(base) + 1))
         for restart in range(restarts):
             found += [base * g for g in search(backend, Xs, ratio, seed=seed * 1000 + restart, settings=residual)]
