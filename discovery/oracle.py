@@ -41,8 +41,11 @@ class OracleConfig:
     neighbors: int = 2
     seed: int = 0
     near_train: int = 5000
+    protocol: str = "orbitlaw"
 
     def validate(self) -> None:
+        if self.protocol not in probe_data.LAYOUTS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; choose orbitlaw or reference")
         if self.oracle not in ORACLES:
             raise ValueError(f"unknown oracle {self.oracle!r}; choose knn or true-law")
         if self.target not in probe_data.TARGETS:
@@ -94,7 +97,7 @@ def run_oracle(cfg: OracleConfig) -> dict:
     context = min(context, split.tokens.shape[1])
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
-    rows = probe_data.build_rows(split, plan, context)
+    rows = probe_data.build_rows(split, plan, context, cfg.protocol)  # the protocol's held-out label draw
     settings.update(plan=asdict(plan), context=context)
     probe_data.check_out(Path(cfg.out), settings)
     pred = true_law(rows, cfg.target) if cfg.oracle == "true-law" else knn(rows, cfg.target, cfg.neighbors)

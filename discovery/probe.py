@@ -1,18 +1,33 @@
 """The force probe (Vafa et al. 2025, §5 of the science notes): adapt a pretrained orbit GPT to predict
 the gravitational force on each planet from a few labels, then read its predictions on held-out steps.
 
-Protocol: load the pretrained run, drop its 2 x vocab token head, put a fresh linear head d_model -> 1
+Adaptation: load the pretrained run, drop its 2 x vocab token head, put a fresh linear head d_model -> 1
 (|F|) or -> 2 (F_x, F_y) on the final LayerNorm, and fine-tune the whole model with masked MSE on the
 labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip 1.0, constant lr;
 reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). Label alignment and the label
 split are described in :mod:`discovery.probe_data`.
 
-Target scaling (forces span many orders of magnitude). ``log`` (default): for |F| the head predicts
-z = (ln|F| - mu) / sigma, mu and sigma the mean and standard deviation of ln|F| over the labels; for the
-vector it predicts z = F/|F| * (ln|F| - L0) / sigma with L0 = min ln|F| - sigma over the labels, so the
-direction of z is the force's and its length ln|F| on an affine scale (predictions cannot fall below
-exp(L0)). ``linear``: z = F / s, s the root-mean-square labelled |F|. Either way the written
-``F_pred`` is decoded back to physical units, M_sun AU/yr^2.
+Protocols (``ProbeConfig.protocol``) fix what the head learns from which labels; the budget (steps,
+batch, lr) is free under both and defaults to the reference's:
+
+- ``orbitlaw`` (default): target scaling ``log`` unless ``scaling`` says otherwise; the loss is the mean
+  squared error over all labelled entries of the batch (:func:`masked_mse`); held-out labels drawn by
+  the ``orbitlaw`` layout (a PCG64 stream).
+- ``reference``: the reference code's choices. Target the raw force (scaling ``raw``, fixed: any other
+  scaling is an error); the loss is the mean squared error per sequence over its labelled entries, then
+  the mean over the batch's sequences (:func:`sequence_mse`), so a held-out sequence with two labels
+  weighs as much as a fully labelled one; held-out labels drawn by the ``reference`` layout
+  (``numpy.random.RandomState(seed)``, :func:`discovery.probe_data.reference_labels`). The reference
+  also selects its checkpoint by the loss on a file that holds the held-out sequences' labels: a leak,
+  deliberately NOT reproduced here (the probe is always the model after the last step).
+
+Target scaling (forces span many orders of magnitude). ``log`` (the orbitlaw default): for |F| the head
+predicts z = (ln|F| - mu) / sigma, mu and sigma the mean and standard deviation of ln|F| over the labels;
+for the vector it predicts z = F/|F| * (ln|F| - L0) / sigma with L0 = min ln|F| - sigma over the labels,
+so the direction of z is the force's and its length ln|F| on an affine scale (predictions cannot fall
+below exp(L0)). ``linear``: z = F / s, s the root-mean-square labelled |F|. ``raw`` (the reference's):
+z = |F| or z = F in physical units, no log, no standardisation (a raw head can predict |F| <= 0). Either
+way the written ``F_pred`` is decoded back to physical units, M_sun AU/yr^2.
 
 On CUDA the forward runs under bf16 autocast (loss in fp32), as pretraining does; on the CPU in fp32.
 
@@ -40,9 +55,18 @@ from models.evaluate import load_run
 from models.gpt import GPT
 from models.train import TrainingStopped, batch_indices, check_vocab
 
-__all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict"]
+__all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
+           "sequence_mse"]
 
 DEFAULT_LR = {"force-magnitude": 6e-4, "force-vector": 2e-4}
+SCALINGS = ("log", "linear", "raw")
+PROTOCOLS = {
+    "orbitlaw": {"scaling": "log", "loss": "batch", "layout": "orbitlaw"},
+    "reference": {"scaling": "raw", "loss": "sequence", "layout": "reference"},
+}
+"""Per protocol: the default (orbitlaw) or fixed (reference) target scaling, the loss (``batch``: masked
+mean over the batch's labelled entries; ``sequence``: per-sequence masked mean, then the batch mean) and
+the held-out label layout (:data:`discovery.probe_data.LAYOUTS`)."""
 
 
 @dataclass
@@ -61,7 +85,8 @@ class ProbeConfig:
     heldout_sequences: int | None = None
     labels_per_heldout: int = 2
     labels_per_sequence: int | None = None
-    scaling: str = "log"
+    scaling: str | None = None
+    protocol: str = "orbitlaw"
     seed: int = 0
     checkpoint_every: int = 500
     eval_batch: int = 32
@@ -73,8 +98,14 @@ class ProbeConfig:
         probe_data.resolve_device(self.device)
         if self.target not in probe_data.TARGETS:
             raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
-        if self.scaling not in ("log", "linear"):
-            raise ValueError(f"unknown scaling {self.scaling!r}; choose log or linear")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; choose orbitlaw or reference")
+        if self.scaling is not None and self.scaling not in SCALINGS:
+            raise ValueError(f"unknown scaling {self.scaling!r}; choose log, linear or raw")
+        fixed = PROTOCOLS["reference"]["scaling"]
+        if self.protocol == "reference" and self.scaling not in (None, fixed):
+            raise ValueError(f"--protocol reference fixes the scaling to {fixed}; --scaling {self.scaling} "
+                             "contradicts it")
         for name in ("steps", "batch", "checkpoint_every", "eval_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -83,6 +114,11 @@ class ProbeConfig:
         if self.eval_train_sequences < 0 or self.near_train < 0:
             raise ValueError("--eval-train-sequences and --near-train must be >= 0")
 
+    @property
+    def resolved_scaling(self) -> str:
+        """``scaling``, or the protocol's when not given."""
+        return self.scaling if self.scaling is not None else PROTOCOLS[self.protocol]["scaling"]
+
     def settings(self) -> dict:
         """Everything that decides the result (what a resume must keep)."""
         s = asdict(self)
@@ -90,6 +126,7 @@ class ProbeConfig:
             s.pop(name)
         s["run"], s["data"] = str(Path(self.run).resolve()), str(Path(self.data).resolve())
         s["lr"] = self.lr if self.lr is not None else DEFAULT_LR[self.target]
+        s["scaling"] = self.resolved_scaling
         s["kind"] = "finetune"
         return s
 
@@ -107,6 +144,8 @@ class ForceScaling:
 
     @classmethod
     def fit(cls, target: str, mode: str, forces: np.ndarray) -> ForceScaling:
+        if mode == "raw":
+            return cls(target, mode)
         mag = forces if target == "force-magnitude" else np.hypot(forces[:, 0], forces[:, 1])
         if np.any(mag <= 0):
             raise ValueError("a labelled force is zero; cannot scale")
@@ -120,7 +159,9 @@ class ForceScaling:
 
     def encode(self, forces: np.ndarray) -> np.ndarray:
         p = self.params
-        if self.mode == "linear":
+        if self.mode == "raw":
+            z = np.array(forces, np.float64)
+        elif self.mode == "linear":
             z = forces / p["scale"]
         elif self.target == "force-magnitude":
             z = (np.log(forces) - p["mu"]) / p["sigma"]
@@ -132,7 +173,9 @@ class ForceScaling:
     def decode(self, z: np.ndarray) -> np.ndarray:
         p = self.params
         z = np.asarray(z, np.float64)
-        if self.mode == "linear":
+        if self.mode == "raw":
+            f = z.copy()
+        elif self.mode == "linear":
             f = z * p["scale"]
         elif self.target == "force-magnitude":
             f = np.exp(z * p["sigma"] + p["mu"])
@@ -180,9 +223,21 @@ def _autocast(device):
 
 
 def masked_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean squared error over the finite entries of ``target`` (NaN marks an unlabelled position)."""
+    """Mean squared error over the finite entries of ``target`` (NaN marks an unlabelled position); pred
+    and target (B, T, dim). Every labelled entry of the batch weighs the same (the orbitlaw loss)."""
     keep = torch.isfinite(target)
     return torch.mean((pred.float()[keep] - target[keep]) ** 2)
+
+
+def sequence_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The reference loss: per sequence, the mean squared error over its finite ``target`` entries; then
+    the mean over the sequences holding at least one (pred and target (B, T, dim); NaN marks an unlabelled
+    position). A sequence with 2 labels weighs as much as one with 32."""
+    keep = torch.isfinite(target)
+    sq = torch.where(keep, pred.float() - torch.nan_to_num(target), torch.zeros((), device=pred.device)) ** 2
+    count = keep.sum(dim=(1, 2))
+    has = count > 0
+    return torch.mean(sq.sum(dim=(1, 2))[has] / count[has])
 
 
 def make_optimizer(model: nn.Module, cfg: ProbeConfig) -> torch.optim.AdamW:
@@ -238,11 +293,13 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
         raise ValueError(f"the run's context ({context} tokens) is longer than the dataset's sequences")
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
-    rows = probe_data.build_rows(split, plan, context)
+    protocol = PROTOCOLS[cfg.protocol]
+    rows = probe_data.build_rows(split, plan, context, protocol["layout"])
     settings["plan"] = asdict(plan)
     settings["context"] = context
     lab = rows["labelled"]
-    scaling = ForceScaling.fit(cfg.target, cfg.scaling, probe_data.true_forces(rows, cfg.target)[lab])
+    scaling = ForceScaling.fit(cfg.target, cfg.resolved_scaling, probe_data.true_forces(rows, cfg.target)[lab])
+    loss_fn = sequence_mse if protocol["loss"] == "sequence" else masked_mse
     z = scaling.encode(probe_data.true_forces(rows, cfg.target)[lab]).astype(np.float32)
     labelled_seqs = np.unique(rows["sequence"][lab])
     targets = dense_targets(rows, z, labelled_seqs, context)
@@ -254,7 +311,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     step = 0
     if ckpt is not None:
         _, state = checkpoint.load(ckpt, model)
-        if state.get("settings") != settings:
+        if not probe_data.same_settings(state.get("settings") or {}, settings):
             raise ValueError(f"{out} holds a probe checkpoint with different settings; choose another --out "
                              "or use the same settings to resume it")
     probe_data.check_out(out, settings)
@@ -287,7 +344,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             y = torch.from_numpy(targets[idx])
             with _autocast(device):
                 out_batch = model(x.to(device))
-            loss = masked_mse(out_batch, y.to(device))
+            loss = loss_fn(out_batch, y.to(device))
             loss_value = loss.item()
             if not math.isfinite(loss_value):
                 raise TrainingStopped(f"probe loss became {loss_value} at step {step + 1}; the last checkpoint "
@@ -327,7 +384,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     pred = pred[:, 0] if cfg.target == "force-magnitude" else pred
     extra = {"run": {"path": str(Path(cfg.run).resolve()), "model": run_config["model"],
                      "code_version": run_config.get("code_version")},
-             "scaling": scaling.to_dict(), "steps": step,
+             "scaling": scaling.to_dict(), "protocol": {"name": cfg.protocol, **protocol}, "steps": step,
              "final_loss": loss_value if math.isfinite(loss_value) else None,
              "alignment": "hidden state at the planet token of step t (position 1 + t (N + 1) + j) predicts the "
                           "force on planet j at step t"}

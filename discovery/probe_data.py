@@ -11,9 +11,11 @@ token lies inside the context are rows.
 
 Units: AU, yr, M_sun; forces in M_sun AU / yr^2 (G = 4 pi^2).
 
-Labels (the reference protocol): the first ``train_sequences`` sequences of the split are labelled at
-every planet step; the next ``heldout_sequences`` are held out, each with ``labels_per_heldout`` planet
-steps revealed at random (seeded). Metrics are on the held-out steps that are not revealed.
+Labels: the first ``train_sequences`` sequences of the split are labelled at every planet step; the next
+``heldout_sequences`` are held out, each with ``labels_per_heldout`` planet steps revealed at random
+(seeded). Metrics are on the held-out steps that are not revealed. Two layouts draw the revealed steps
+(:func:`assign_labels`): ``orbitlaw`` (a PCG64 stream, the toolkit's own) and ``reference`` (the reference
+code's ``numpy.random.RandomState`` draw from the planet token positions, step for step).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ CSV_COLUMNS = ("sequence", "planet", "step", "t", "x", "y", "rx", "ry", "vx", "v
                "F_true", "F_pred", "labelled", "near_train")
 VECTOR_COLUMNS = ("Fx_true", "Fy_true", "Fx_pred", "Fy_pred")
 TARGETS = ("force-magnitude", "force-vector")
+LAYOUTS = ("orbitlaw", "reference")
+"""How the revealed held-out steps are drawn; see :func:`assign_labels`."""
 
 
 @dataclass
@@ -173,11 +177,20 @@ def _gather(arr, seq, step, body) -> np.ndarray:
     return out
 
 
-def assign_labels(rows: dict, plan: LabelPlan) -> dict:
-    """Add ``heldout`` and ``labelled`` (bool) columns: training sequences fully labelled, held-out ones
-    with ``labels_per_heldout`` steps drawn at random (seeded by ``plan.seed``)."""
+def assign_labels(rows: dict, plan: LabelPlan, layout: str = "orbitlaw") -> dict:
+    """Add ``heldout`` and ``labelled`` (bool, (rows,)) columns: training sequences fully labelled,
+    held-out ones with ``labels_per_heldout`` planet steps revealed, drawn by ``layout``:
+
+    - ``orbitlaw``: one PCG64 stream seeded by ``(plan.seed, 0x1ABE1)`` gives every held-out row a random
+      key; each held-out sequence reveals its rows of the smallest keys.
+    - ``reference``: :func:`reference_labels` (the reference code's ``RandomState`` draw).
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown label layout {layout!r}; choose orbitlaw or reference")
     seq = rows["sequence"]
     heldout = seq >= plan.train_sequences
+    if layout == "reference":
+        return {**rows, "heldout": heldout, "labelled": ~heldout | reference_labels(rows, plan)}
     labelled = ~heldout
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([plan.seed, 0x1ABE1])))
     idx = np.flatnonzero(heldout)
@@ -189,10 +202,37 @@ def assign_labels(rows: dict, plan: LabelPlan) -> dict:
     return {**rows, "heldout": heldout, "labelled": labelled}
 
 
-def build_rows(split, plan: LabelPlan, context: int) -> dict:
-    """Rows of the training and held-out sequences, with labels assigned; ValueError if none."""
+def reference_labels(rows: dict, plan: LabelPlan) -> np.ndarray:
+    """Boolean (rows,): the held-out rows revealed as the reference code reveals them.
+
+    One ``numpy.random.RandomState(plan.seed)``; for each held-out sequence in ascending order, the
+    revealed token positions are ``rng.choice(positions, size=min(L, len(positions)), replace=False)``,
+    ``positions`` the sequence's planet token positions inside the context in ascending order and L =
+    ``plan.labels_per_heldout``. On a two-body stream ``positions`` is ``arange(1, context, 2)``, the odd
+    indices the reference draws from (``arange(1, seq_len - 1, 2)`` with its 999-token context), so seed 0
+    on the reference split (9,000 + 1,000 sequences of 1,000 tokens) reveals the very steps the reference
+    reveals. A sequence without rows draws nothing. Rows are as :func:`planet_rows` gives them (sorted
+    by sequence).
+    """
+    seq, token = rows["sequence"], rows["token"]
+    revealed = np.zeros(len(seq), bool)
+    rng = np.random.RandomState(plan.seed)
+    first = plan.train_sequences
+    bounds = np.searchsorted(seq, np.arange(first, first + plan.heldout_sequences + 1))
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        if hi == lo:
+            continue
+        positions = np.sort(token[lo:hi])
+        picked = rng.choice(positions, size=min(plan.labels_per_heldout, len(positions)), replace=False)
+        revealed[lo:hi] = np.isin(token[lo:hi], picked)
+    return revealed
+
+
+def build_rows(split, plan: LabelPlan, context: int, layout: str = "orbitlaw") -> dict:
+    """Rows of the training and held-out sequences, with labels assigned by ``layout``
+    (:func:`assign_labels`); ValueError if none."""
     seqs = np.arange(plan.train_sequences + plan.heldout_sequences)
-    rows = assign_labels(planet_rows(split, seqs, context), plan)
+    rows = assign_labels(planet_rows(split, seqs, context), plan, layout)
     if not rows["labelled"].any():
         raise ValueError(f"no labelled planet step lies inside the context of {context} tokens")
     if not (rows["heldout"] & ~rows["labelled"]).any():
@@ -238,7 +278,8 @@ def nearest_to_training(test_states: np.ndarray, train_states: np.ndarray, k: in
 
 def regression_metrics(true: np.ndarray, pred: np.ndarray) -> dict:
     """R^2, MAE (M_sun AU/yr^2) and R^2 of log|F| for magnitudes (n,); for vectors (n, 2) the same on
-    the magnitudes plus ``r2_vector`` (pooled over x and y) and ``mae_vector``."""
+    the magnitudes plus ``r2_vector`` (pooled over x and y) and ``mae_vector``. ``r2_log`` leaves out the
+    ``nonpositive_pred`` rows whose predicted magnitude is <= 0 (a raw-scaled head can predict those)."""
     true, pred = np.asarray(true, float), np.asarray(pred, float)
     if len(true) == 0:
         return {"n": 0}
@@ -250,6 +291,7 @@ def regression_metrics(true: np.ndarray, pred: np.ndarray) -> dict:
     out["r2"] = _r2(true, pred)
     out["mae"] = float(np.mean(np.abs(true - pred)))
     pos = (true > 0) & (pred > 0)
+    out["nonpositive_pred"] = int(np.sum(pred <= 0))
     out["r2_log"] = _r2(np.log(true[pos]), np.log(pred[pos])) if pos.sum() > 1 else None
     return out
 
@@ -274,8 +316,16 @@ def check_out(out: Path, settings: dict) -> None:
             old = json.loads(metrics.read_text()).get("settings")
         except ValueError:
             old = None
-        if old is not None and old != settings:
+        if old is not None and not same_settings(old, settings):
             raise ValueError(f"{out} holds a probe result with different settings; choose another --out")
+
+
+def same_settings(old: dict, new: dict) -> bool:
+    """Whether recorded settings ``old`` equal ``new``; a result written before the fine-tune recorded its
+    ``protocol`` was an ``orbitlaw`` one."""
+    if "protocol" in new and "protocol" not in old:
+        old = {**old, "protocol": "orbitlaw"}
+    return old == new
 
 
 def write_csv_atomic(path: Path, columns: dict[str, np.ndarray]) -> None:

@@ -16,7 +16,7 @@ import orbits
 from discovery import probe_data
 from discovery.linear_probe import LinearProbeConfig, linear_probes
 from discovery.oracle import OracleConfig, run_oracle
-from discovery.probe import ForceProbe, ForceScaling, dense_targets
+from discovery.probe import ForceProbe, ForceScaling, dense_targets, masked_mse, sequence_mse
 from models import build_model, checkpoint
 from models.evaluate import load_run
 from orbitlaw.cli import main
@@ -117,9 +117,53 @@ def test_force_scaling_round_trips():
     rng = np.random.default_rng(0)
     f = rng.normal(size=(50, 2)) * 10.0 ** rng.uniform(-8, -2, size=(50, 1))
     for target, forces in (("force-magnitude", np.hypot(*f.T)), ("force-vector", f)):
-        for mode in ("log", "linear"):
+        for mode in ("log", "linear", "raw"):
             s = ForceScaling.fit(target, mode, forces)
             np.testing.assert_allclose(s.decode(s.encode(forces)), forces, rtol=1e-10)
+
+
+def test_reference_layout_is_the_reference_randomstate_draw(env):
+    """--protocol reference: first N fully labelled, each held-out sequence 2 labels at planet (odd) tokens,
+    drawn as the reference code draws them: one RandomState(seed), rng.choice(odd indices, 2) per sequence."""
+    split = orbits.load_dataset(env["data"])["train"]
+    plan = probe_data.default_plan(len(split), None, None, 2, seed=0)
+    rows = probe_data.build_rows(split, plan, 64, layout="reference")
+    held, lab = rows["heldout"], rows["labelled"]
+    assert np.all(lab[~held]) and np.all(rows["sequence"][~held] < 108)
+    assert np.all(np.bincount(rows["sequence"][held & lab], minlength=120)[108:] == 2)
+    assert np.all(rows["token"][lab] % 2 == 1)
+    rng = np.random.RandomState(0)
+    for s in range(108, 120):
+        expected = rng.choice(np.arange(1, 64, 2), size=2, replace=False)
+        assert set(rows["token"][lab & (rows["sequence"] == s)]) == set(expected)
+    again = probe_data.build_rows(split, plan, 64, layout="reference")
+    np.testing.assert_array_equal(again["labelled"], lab)
+    other = probe_data.build_rows(split, probe_data.LabelPlan(108, 12, 2, seed=1), 64, layout="reference")
+    assert not np.array_equal(other["labelled"], lab)
+    orbitlaw = probe_data.build_rows(split, plan, 64)  # the PCG64 layout stays the default
+    assert not np.array_equal(orbitlaw["labelled"], lab)
+    with pytest.raises(ValueError, match="unknown label layout"):
+        probe_data.build_rows(split, plan, 64, layout="pcg")
+
+
+def test_sequence_mse_weighs_each_sequence_equally():
+    """The reference loss: per-sequence mean over its labels, then the batch mean; not the global mean."""
+    target = torch.full((2, 8, 1), float("nan"))
+    target[0, 1, 0] = 2.0  # one label, squared error 4
+    target[1, [1, 3, 5, 7], 0] = 1.0  # four labels, squared error 1 each
+    pred = torch.zeros(2, 8, 1, requires_grad=True)
+    loss = sequence_mse(pred, target)
+    assert loss.item() == pytest.approx((4.0 + 1.0) / 2)  # 2.5
+    assert masked_mse(pred, target).item() == pytest.approx((4.0 + 4 * 1.0) / 5)  # 1.6
+    loss.backward()
+    assert torch.all(torch.isfinite(pred.grad))
+    assert pred.grad[0, 1, 0].item() == pytest.approx(-2 * 2.0 / 1 / 2)
+    assert pred.grad[1, 3, 0].item() == pytest.approx(-2 * 1.0 / 4 / 2)
+    assert torch.count_nonzero(pred.grad) == 5
+    # a vector target counts each labelled component, as the reference's mask does
+    vec = torch.full((1, 4, 2), float("nan"))
+    vec[0, 1] = torch.tensor([1.0, 3.0])
+    assert sequence_mse(torch.zeros(1, 4, 2), vec).item() == pytest.approx(5.0)
 
 
 def test_nearest_to_training_keeps_the_closest_states():
@@ -186,6 +230,34 @@ def test_finetuned_probe_beats_the_mean_and_writes_its_result(env, probed):
     with torch.no_grad():
         z = model(torch.from_numpy(np.asarray(split.tokens[[110]], dtype=np.int64)[:, :64]))[0, 1::2, 0].numpy()
     np.testing.assert_allclose(table["F_pred"][table["sequence"] == 110], scaling.decode(z[:, None]), rtol=1e-5)
+
+
+def test_reference_protocol_runs_end_to_end_and_records_itself(env, tmp_path, capsys):
+    out = tmp_path / "ref"
+    args = ["--run", env["run"], "--data", env["data"], "--out", out, "--steps", 20, "--batch", 8,
+            "--checkpoint-every", 10, "--eval-train-sequences", 16, "--near-train", 100, "--protocol", "reference"]
+    assert _cli(*args) == 0
+    res = json.loads((out / "metrics.json").read_text())
+    assert res["settings"]["protocol"] == "reference" and res["settings"]["scaling"] == "raw"
+    assert res["scaling"] == {"target": "force-magnitude", "mode": "raw"}
+    assert res["protocol"] == {"name": "reference", "scaling": "raw", "loss": "sequence", "layout": "reference"}
+    assert res["steps"] == 20 and np.isfinite(res["final_loss"])
+    m = res["metrics"]["heldout_unlabelled"]
+    assert m["n"] == 12 * 30 and np.isfinite(m["mae"])
+    table = _csv(out / "predictions.csv")
+    rng = np.random.RandomState(0)
+    for s in range(108, 120):
+        picked = table["step"][(table["sequence"] == s) & table["labelled"]]
+        assert set(1 + 2 * picked) == set(rng.choice(np.arange(1, 64, 2), size=2, replace=False))
+    # a resume (or rerun) under the other protocol refuses, as for any other setting
+    capsys.readouterr()
+    assert _cli(*args[:-2]) == 2
+    assert _cli(*args[:-2], "--protocol", "orbitlaw", "--scaling", "raw") == 2
+    assert capsys.readouterr().err.count("different settings") == 2
+    assert json.loads((out / "metrics.json").read_text())["settings"]["protocol"] == "reference"
+    # results written before the protocol was recorded read as orbitlaw ones
+    assert probe_data.same_settings({"seed": 0}, {"seed": 0, "protocol": "orbitlaw"})
+    assert not probe_data.same_settings({"seed": 0}, {"seed": 0, "protocol": "reference"})
 
 
 def test_killed_probe_resumes_to_the_uninterrupted_result(env, tmp_path):
@@ -268,3 +340,42 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(env, tmp_path, capsy
     assert main(["probe", "--oracle", "true-law", "--data", str(env["data"]), "--out", str(out)]) == 0
     assert main(["probe", "--oracle", "knn", "--data", str(env["data"]), "--out", str(out)]) == 2
     assert "different settings" in capsys.readouterr().err
+
+
+def test_a_flag_contradicting_the_reference_protocol_is_a_one_line_error(env, tmp_path, capsys):
+    out = tmp_path / "out"
+    base = ["--run", env["run"], "--data", env["data"], "--out", out]
+    for scaling in ("log", "linear"):
+        assert _cli(*base, "--protocol", "reference", "--scaling", scaling) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"--protocol reference fixes the scaling to raw; --scaling {scaling} contradicts it" in err
+        assert not out.exists()
+    assert _cli("--linear", "--run", env["run"], "--data", env["data"], "--out", out, "--protocol", "reference") == 2
+    err = capsys.readouterr().err.strip()
+    assert "--protocol reference is for the fine-tuned probe and the oracles" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+    with pytest.raises(SystemExit) as exc:
+        _cli(*base, "--protocol", "refrence")
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and "--protocol" in err and "refrence" in err
+    assert not out.exists()
+
+
+def test_the_oracle_under_the_reference_protocol_uses_the_reference_label_draw(env, tmp_path):
+    import pandas as pd
+
+    from discovery import probe_data
+
+    out = tmp_path / "oracle-ref"
+    assert _cli("--oracle", "knn", "--data", env["data"], "--out", out, "--protocol", "reference") == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["settings"]["protocol"] == "reference"
+    table = pd.read_csv(out / "predictions.csv")
+    split = probe_data.open_split(env["data"], "train")
+    plan = probe_data.LabelPlan(**metrics["settings"]["plan"])
+    rows = probe_data.build_rows(split, plan, metrics["settings"]["context"], "reference")
+    held = rows["heldout"]
+    expected = sorted(zip(rows["sequence"][held & rows["labelled"]], rows["step"][held & rows["labelled"]]))
+    got = table[table["labelled"]]
+    assert sorted(zip(got["sequence"], got["step"])) == [tuple(map(int, t)) for t in expected]

@@ -13,8 +13,9 @@ def add_parser(sub) -> None:
         description="Fine-tune a pretrained run with a fresh linear force head on a few labels and predict the "
         "force on held-out planet steps (PROBE/predictions.csv, PROBE/metrics.json; PROBE/force_arrows.png for "
         "force vectors on solar-system data). --oracle knn|true-law gives the baselines through the same path "
-        "(no --run); --linear writes per-layer ridge probes of the frozen run (PROBE/linear_probes.json). A "
-        "killed fine-tune resumes from its checkpoint when the same command is run again.")
+        "(no --run); --linear writes per-layer ridge probes of the frozen run (PROBE/linear_probes.json). "
+        "--protocol reference fine-tunes as the reference code does (raw |F|, per-sequence loss, its label draw). "
+        "A killed fine-tune resumes from its checkpoint when the same command is run again.")
     p.add_argument("--run", metavar="RUN", help="pretrained run directory (orbitlaw train)")
     p.add_argument("--data", required=True, metavar="DIR", help="dataset with forces (two-body, solar-system, nbody)")
     p.add_argument("--target", choices=("force-magnitude", "force-vector"), default="force-magnitude")
@@ -26,8 +27,13 @@ def add_parser(sub) -> None:
     p.add_argument("--steps", type=int, default=10000, help="fine-tuning steps (reference 10000)")
     p.add_argument("--batch", type=int, default=64, help="sequences per step (reference 64)")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 6e-4 magnitude, 2e-4 vector)")
-    p.add_argument("--scaling", choices=("log", "linear"), default="log",
-                   help="target scaling of the force head (default log; see discovery.probe)")
+    p.add_argument("--protocol", choices=("orbitlaw", "reference"), default="orbitlaw",
+                   help="fine-tune protocol: orbitlaw (default: log-scaled target, loss averaged over all "
+                   "labels, PCG64 label draw) or reference (Vafa et al.: raw |F|, loss averaged per sequence, "
+                   "numpy RandomState(seed) label draw; see discovery.probe)")
+    p.add_argument("--scaling", choices=("log", "linear", "raw"), default=None,
+                   help="target scaling of the force head (default log under --protocol orbitlaw; "
+                   "--protocol reference fixes it to raw)")
     p.add_argument("--train-sequences", type=int, default=None,
                    help="first N sequences, labelled at every planet step (default 90%% of the split)")
     p.add_argument("--heldout-sequences", type=int, default=None, help="the next M sequences (default: the rest)")
@@ -53,6 +59,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    if args.protocol != "orbitlaw" and args.linear:
+        raise ValueError(f"--protocol {args.protocol} is for the fine-tuned probe and the oracles; --linear fits "
+                         "ridge probes of the frozen run")
+    if args.oracle and args.scaling is not None:
+        raise ValueError(f"--scaling is for the fine-tuned probe; --oracle {args.oracle} predicts forces directly")
     if args.oracle:
         if args.run:
             raise ValueError("--oracle needs no --run (it uses the true state, not a model)")
@@ -62,7 +73,7 @@ def run(args) -> int:
             oracle=args.oracle, data=args.data, out=args.out, target=args.target, split=args.split,
             context=args.context, train_sequences=args.train_sequences, heldout_sequences=args.heldout_sequences,
             labels_per_heldout=args.labels_per_heldout, labels_per_sequence=args.labels_per_sequence,
-            neighbors=args.neighbors, seed=args.seed, near_train=args.near_train))
+            neighbors=args.neighbors, seed=args.seed, near_train=args.near_train, protocol=args.protocol))
         return _report(result)
     if not args.run:
         raise ValueError("--run RUN is required (or choose --oracle knn|true-law)")
@@ -84,7 +95,8 @@ def run(args) -> int:
     cfg = ProbeConfig(run=args.run, data=args.data, out=args.out, target=args.target, split=args.split,
                       steps=args.steps, batch=args.batch, lr=args.lr, train_sequences=args.train_sequences,
                       heldout_sequences=args.heldout_sequences, labels_per_heldout=args.labels_per_heldout,
-                      labels_per_sequence=args.labels_per_sequence, scaling=args.scaling, seed=args.seed,
+                      labels_per_sequence=args.labels_per_sequence, scaling=args.scaling,
+                      protocol=args.protocol, seed=args.seed,
                       checkpoint_every=args.checkpoint_every, eval_batch=args.eval_batch,
                       eval_train_sequences=args.eval_train_sequences, near_train=args.near_train,
                       device=args.device)

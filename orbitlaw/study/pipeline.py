@@ -75,7 +75,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         })
 
     context = json.loads(study.path("runs", config["attentions"][0], "config.json").read_text())["context"]
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed")
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
     oracle_spec = {"context": context, **{k: config["probe"][k] for k in keep}}
     oracle_dir = study.path("oracle", "knn")
     oracle = study.stage("oracle:knn", {"data": config["probe_data"], **oracle_spec}, [oracle_dir],

@@ -125,7 +125,7 @@ def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: b
 def oracle(data: Path, out: Path, spec: dict) -> dict:
     from discovery.oracle import OracleConfig, run_oracle
 
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed")
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
     result = run_oracle(OracleConfig(oracle="knn", data=str(data), out=str(out), context=spec.get("context"),
                                      **{k: spec[k] for k in keep if k in spec}))
     return {"metrics": result["metrics"], "out": str(out)}
