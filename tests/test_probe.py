@@ -376,6 +376,7 @@ def test_the_oracle_under_the_reference_protocol_uses_the_reference_label_draw(e
     plan = probe_data.LabelPlan(**metrics["settings"]["plan"])
     rows = probe_data.build_rows(split, plan, metrics["settings"]["context"], "reference")
     held = rows["heldout"]
-    expected = sorted(zip(rows["sequence"][held & rows["labelled"]], rows["step"][held & rows["labelled"]]))
+    revealed = held & rows["labelled"]
+    expected = sorted(zip(rows["sequence"][revealed], rows["step"][revealed], strict=True))
     got = table[table["labelled"]]
-    assert sorted(zip(got["sequence"], got["step"])) == [tuple(map(int, t)) for t in expected]
+    assert sorted(zip(got["sequence"], got["step"], strict=True)) == [tuple(map(int, t)) for t in expected]
