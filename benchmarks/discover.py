@@ -193,7 +193,7 @@ def main() -> None:
     parser.add_argument("--laws", default=",".join(LAWS))
     parser.add_argument("--data", default=",".join(DATA))
     parser.add_argument("--noises", default=",".join(NOISES))
-    parser.add_argument("--selection", default="best", choices=["best", "score"])
+    parser.add_argument("--selection", default="se", choices=["se", "best", "score"])
     parser.add_argument("--work", default=None, help="where the probe data sets are made (default: a temp dir)")
     parser.add_argument("--out", default="benchmarks/results/discover.json")
     args = parser.parse_args()

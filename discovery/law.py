@@ -7,8 +7,9 @@ decides the answer happens here, identically for every backend:
    each constant (set it to 0, e.g. an intercept of 1e-16) whose removal leaves the error unchanged.
 2. ``pareto``: keep the candidates that no simpler candidate beats, scored PySR-style:
    ``score_i = -d log(error) / d complexity`` between neighbours on the front.
-3. ``choose``: the highest score (``"score"``), or, PySR's ``"best"``, the highest score among the
-   candidates whose error is within 1.5x of the most accurate one.
+3. ``choose``: the highest score among the candidates as accurate as the most accurate one: within two
+   standard errors of its per-row errors (``"se"``), or, PySR's ``"best"``, within 1.5x of its error; or
+   the highest score outright (``"score"``).
 4. ``power_law``: is the expression exactly ``C * prod(x_i ** k_i)`` with numeric C and exponents?
    Newton's law is ``C * m1 * m2 * r**-2`` (with G = 4 pi^2 AU^3 Msun^-1 yr^-2 = 39.478 in the
    toolkit's units). The form decides, never the numerical fit.
@@ -165,6 +166,16 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
     try:
         fit = least_squares(residual, x0, method="lm" if len(y) > len(x0) else "trf", max_nfev=30 * (len(x0) + 1))
         best = fit.x if np.sum(residual(fit.x) ** 2) <= np.sum(residual(x0) ** 2) else x0
+        if log_y is not None and len(y) > len(x0):
+            # Least squares lets a few corrupted rows (2% of rows off by 10x) shift every constant by ~5%; a
+            # soft-L1 fit at the noise scale (1.4826 MAD) does not. Keep whichever has the lower mean |log error|.
+            r = residual(best)
+            noise = 1.4826 * float(np.median(np.abs(r - np.median(r))))
+            if noise > 1e-12:
+                robust = least_squares(residual, best, method="trf", loss="soft_l1", f_scale=noise,
+                                       max_nfev=30 * (len(x0) + 1)).x
+                if np.mean(np.abs(residual(robust))) < np.mean(np.abs(r)):
+                    best = robust
     except (ValueError, np.linalg.LinAlgError):
         best = x0
     return template.xreplace({p: sympy.Float(v, 15) for p, v in zip(params, best, strict=True)})
@@ -220,16 +231,56 @@ def pareto(candidates: list[Candidate]) -> list[Candidate]:
     return front
 
 
-def choose(front: list[Candidate], selection: str = "best") -> Candidate:
-    """The reported model: highest score (``"score"``), or highest score within 1.5x of the best error."""
+SELECTIONS = ("se", "best", "score")
+
+SE_WINDOW = 2.0
+"""``"se"`` selection: a candidate is as good as the most accurate one when its mean per-row error exceeds
+the most accurate one's by at most this many standard errors of the paired per-row difference."""
+
+
+def row_errors(y: np.ndarray, pred: np.ndarray, metric: str) -> np.ndarray:
+    """Per-row errors whose mean is :func:`error` (``|ln y - ln f|`` capped, or ``|y - f| / mean|y|``);
+    infinite everywhere when the prediction is not finite everywhere."""
+    pred = np.broadcast_to(np.asarray(pred, dtype=np.float64), y.shape)
+    if not np.all(np.isfinite(pred)):
+        return np.full(y.shape, math.inf)
+    if metric == "log":
+        with np.errstate(all="ignore"):
+            d = np.abs(np.log(y) - np.log(np.where(pred > 0, pred, 1.0)))
+        return np.where(pred > 0, np.minimum(d, LOG_ERROR_CAP), LOG_ERROR_CAP)
+    return np.abs(y - pred) / np.mean(np.abs(y))
+
+
+def choose(front: list[Candidate], selection: str = "se", rows: dict[str, np.ndarray] | None = None) -> Candidate:
+    """The reported model: the highest score among a pool of candidates as accurate as the most accurate one.
+
+    - ``"se"``: the pool holds the candidates whose mean error is within ``SE_WINDOW`` standard errors of
+      the paired per-row differences from the most accurate one's (``rows``: per-row errors by
+      ``str(expr)``, on the rows the errors were measured on); a difference the rows cannot resolve does
+      not count, a real one always does, whatever the noise floor common to all candidates;
+    - ``"best"`` (PySR's): the pool holds the candidates within 1.5x of the lowest error;
+    - ``"score"``: the pool is the whole front.
+    """
     if not front:
         raise ValueError("the symbolic regression found no finite expression")
-    if selection not in ("score", "best"):
-        raise ValueError(f"unknown model selection {selection!r}: use 'score' or 'best'")
+    if selection not in SELECTIONS:
+        raise ValueError(f"unknown model selection {selection!r}: use {', '.join(SELECTIONS)}")
     pool = front
     if selection == "best":
         floor = max(min(c.error for c in front), ERROR_FLOOR)
         pool = [c for c in front if max(c.error, ERROR_FLOOR) <= 1.5 * floor]
+    elif selection == "se":
+        if rows is None:
+            raise ValueError("selection 'se' needs the candidates' per-row errors")
+        top = rows[str(min(front, key=lambda c: (c.error, c.complexity)).expr)]
+
+        def close(c):
+            d = rows[str(c.expr)] - top
+            if not np.all(np.isfinite(d)):
+                return False
+            se = float(np.std(d, ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else 0.0
+            return float(np.mean(d)) <= SE_WINDOW * se + ERROR_FLOOR
+        pool = [c for c in front if close(c)]
     if len(front) == 1:
         return front[0]
     return max(pool, key=lambda c: (c.score, -c.complexity))

@@ -172,10 +172,10 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     # The best constant roots every front, as in PySR (whose fronts start at size 1): without it the simplest
     # law on a front scores 0 and any more complex one that is better by a hair (noise) outscores it.
     polished.append(laws.Candidate(verdicts.best_constant(ys, metric), 1, math.nan))
-    held_out = [laws.Candidate(c.expr, c.complexity, laws.error(yh, laws.evaluate(c.expr, symbols, Xh), metric))
-                for c in polished]
+    per_row = {str(c.expr): laws.row_errors(yh, laws.evaluate(c.expr, symbols, Xh), metric) for c in polished}
+    held_out = [laws.Candidate(c.expr, c.complexity, float(np.mean(per_row[str(c.expr)]))) for c in polished]
     front = laws.pareto(held_out)
-    chosen = laws.choose(front, selection)
+    chosen = laws.choose(front, selection, per_row)
     expr = _robust_constant(chosen.expr, symbols, X[np.concatenate([rows, held])], y[np.concatenate([rows, held])],
                             metric)
     return {"seed": seed, "expression": str(expr), "error": chosen.error, "complexity": chosen.complexity,
@@ -248,7 +248,7 @@ def _fit_seed_task(args) -> dict:
 
 
 def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = "operon", seeds: int = 5,
-                 points: int = 1000, restarts: int = 3, selection: str = "best",
+                 points: int = 1000, restarts: int = 3, selection: str = "se",
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
                  resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw") -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
@@ -258,8 +258,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         target: the column to explain (e.g. ``F_pred``); features: the input columns (e.g. r, m1, m2).
         seeds: independent fits 0..seeds-1; points: rows drawn per seed for the search, and as many again
             held out for selection (each at most half the table); restarts: searches per seed.
-        selection: ``"best"`` (PySR: highest score within 1.5x of the best error) or ``"score"``, both on
-            held-out errors.
+        selection: ``"se"`` (highest score among candidates within two standard errors of the lowest
+            held-out error, paired per row), ``"best"`` (PySR: within 1.5x of it) or ``"score"``.
         metric: ``"auto"`` (``"log"`` for a positive target, else ``"relative"``), ``"log"`` or ``"relative"``.
         protocol: ``"orbitlaw"`` (the module doc) or ``"reference"`` (:func:`fit_galaxy`; it fixes
             ``selection="score"``, ``metric="relative"`` and the epsilon-insensitive L1 loss: passing
@@ -279,8 +279,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     subset = list(subset)
     if seeds < 1 or points < MIN_POINTS or restarts < 1 or workers < 1:
         raise ValueError(f"need seeds >= 1, points >= {MIN_POINTS}, restarts >= 1 and workers >= 1")
-    if selection not in ("best", "score"):
-        raise ValueError(f"unknown model selection {selection!r}: use 'best' or 'score'")
+    if selection not in laws.SELECTIONS:
+        raise ValueError(f"unknown model selection {selection!r}: use {', '.join(laws.SELECTIONS)}")
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}: use {' or '.join(PROTOCOLS)}")
     settings = settings or SearchSettings()

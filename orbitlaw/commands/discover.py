@@ -35,9 +35,10 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
                    help="orbitlaw (default): log-space error, power-law screen, selection on held-out rows; "
                    "reference: Vafa et al.'s (epsilon-insensitive L1, per-restart score, best restart kept)")
-    p.add_argument("--selection", default=None, choices=["best", "score"],
-                   help="best (default under orbitlaw): highest score within 1.5x of the lowest error (PySR's "
-                   "default); score: highest score (what --protocol reference uses)")
+    p.add_argument("--selection", default=None, choices=["se", "best", "score"],
+                   help="se (default under orbitlaw): highest score among the models within two standard errors "
+                   "of the lowest held-out error; best: within 1.5x of it (PySR's default); score: highest score "
+                   "(what --protocol reference uses)")
     p.add_argument("--metric", default=None, choices=["auto", "log", "relative"],
                    help="error for refitting and selection: log (mean |ln y - ln f|, every row alike; needs a "
                    "positive target), relative (mean|y - f| / mean|y|), auto (default: log when the target is "
@@ -62,7 +63,7 @@ def run(args) -> int:
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
                            backend=args.backend, seeds=args.seeds, points=args.points, restarts=args.restarts,
-                           selection=args.selection or ("score" if args.protocol == "reference" else "best"),
+                           selection=args.selection or ("score" if args.protocol == "reference" else "se"),
                            settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
                            protocol=args.protocol,
                            subset=_names(args.subset, "--subset") if args.subset else [])

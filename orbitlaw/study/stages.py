@@ -148,7 +148,7 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) 
                               subset=["near_train"], seeds=spec["seeds"], points=spec["points"],
                               restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
                               workers=workers, progress=progress, protocol=protocol,
-                              selection="score" if protocol == "reference" else "best")
+                              selection="score" if protocol == "reference" else "se")
     plot_pareto(result, out.with_suffix(".pareto.png"))
     return summarise_law(result)
 
