@@ -9,8 +9,10 @@ inverse; Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Siz
 nodes (20 by default).
 
 Loss (``SearchSettings.loss``): ``"r2"`` (default; Operon maximises R^2, PySR minimises L1 as before) or
-``"epsilon-l1"`` (the reference's ``max(1e-8, |y - f|) - 1e-8``: PySR's ``EpsilonInsLoss(1e-8)``;
-Operon's closest objective is the mean absolute error, the same loss without the 1e-8 dead zone).
+``"epsilon-l1"`` (the reference's ``max(1e-8, |y - f|) - 1e-8``: PySR's ``EpsilonInsLoss(1e-8)``).
+Operon's closest objective is the mean absolute error (no 1e-8 dead zone), and Operon still fits each
+model's linear scaling (slope and intercept) and tunes its constants by Levenberg-Marquardt least squares;
+only the objective that ranks the models is L1.
 
 - ``operon`` (default, offline): NSGA-II over (R^2, length) with Levenberg-Marquardt constant tuning
   and linear scaling, a fixed evaluation budget (so a seed gives the same front on every machine).
@@ -62,6 +64,8 @@ LOSSES = ("r2", "epsilon-l1")
 
 def search(backend: str, X: np.ndarray, y: np.ndarray, seed: int, settings: SearchSettings) -> list[sympy.Expr]:
     """Pareto-front expressions of one search on X (n, d), y (n,), in the symbols ``x0..x{d-1}``."""
+    if settings.loss not in LOSSES:
+        raise ValueError(f"unknown search loss {settings.loss!r}: use {' or '.join(LOSSES)}")
     if backend == "operon":
         return _operon(X, y, seed, settings)
     if backend == "pysr":

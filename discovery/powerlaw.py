@@ -82,16 +82,25 @@ def fit_constant(X: np.ndarray, y: np.ndarray, exponents, metric: str) -> float 
 
 
 def constant_interval(X: np.ndarray, y: np.ndarray, exponents, metric: str, seed: int, resamples: int = 1000,
-                      level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval (``level``) of :func:`fit_constant`, resampling rows with replacement."""
+                      level: float = 0.95, groups: np.ndarray | None = None) -> tuple[float, float] | None:
+    """Percentile bootstrap interval (``level``) of :func:`fit_constant`, resampling rows with replacement,
+    or whole groups of rows (``groups``: one label per row, e.g. the probe sequence a step belongs to)."""
     g = _basis(X, exponents, log=metric == "log")
     if g is None:
         return None
     rng = np.random.default_rng(seed)
     values = np.empty(resamples)
     t = np.log(y) - g if metric == "log" else None
+    members = None
+    if groups is not None:
+        _, inverse = np.unique(groups, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        members = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
     for i in range(resamples):  # one resample at a time: memory stays O(rows) however large the table
-        idx = rng.integers(0, len(y), len(y))
+        if members is None:
+            idx = rng.integers(0, len(y), len(y))
+        else:
+            idx = np.concatenate([members[j] for j in rng.integers(0, len(members), len(members))])
         if t is not None:
             values[i] = np.exp(np.median(t[idx]))
         else:

@@ -51,6 +51,10 @@ from discovery import verdict as verdicts
 from discovery.backends import SearchSettings, check_available, placeholders, prepare, search
 from orbits.provenance import code_version, write_json_atomic
 
+GROUP_COLUMN = "sequence"
+"""Rows that share this column's value (a probe's planet steps of one sequence) are not independent: the
+bootstrap interval of the constant resamples whole groups."""
+
 MIN_POINTS = 20
 """Fewer usable rows than this cannot support (or refute) a three-variable law."""
 
@@ -120,6 +124,8 @@ def load_table(table, target: str, features: list[str], subset: list[str] = ()) 
     X = np.column_stack([data[f][keep] for f in features])
     info = {"input": source, "target": target, "features": list(features), "subset": list(subset),
             "rows": int(len(keep)), "rows_used": n, "dropped_nonfinite": dropped}
+    if GROUP_COLUMN in columns and GROUP_COLUMN not in features:
+        info["groups"] = np.asarray(table[GROUP_COLUMN])[keep]  # popped by discover_law: not JSON
     return X, y, info
 
 
@@ -294,6 +300,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     if settings.maxsize < 3:
         raise ValueError(f"maxsize must be at least 3, got {settings.maxsize}")
     X, y, data_info = load_table(table, target, features, subset)
+    groups = data_info.pop("groups", None)
+    data_info["bootstrap_resamples"] = f"{GROUP_COLUMN}s" if groups is not None else "rows"
     check_available(backend)
     if metric == "auto":
         metric = laws.metric_for(y)
@@ -343,14 +351,15 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         for task in tasks:
             record(_fit_seed_task(task))
     bar.close()
-    return cross_seed_verdict([results[s] for s in range(seeds)], X, y, features, data_info, config)
+    return cross_seed_verdict([results[s] for s in range(seeds)], X, y, features, data_info, config, groups)
 
 
 def _data_hash(X: np.ndarray, y: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(X).tobytes() + np.ascontiguousarray(y).tobytes()).hexdigest()
 
 
-def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict) -> dict:
+def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict,
+                       groups: np.ndarray | None = None) -> dict:
     """The seeds vote on a form; the winner is refitted on all rows and graded (:mod:`discovery.verdict`)."""
     symbols = placeholders(len(features))
     names = [str(s) for s in symbols]
@@ -387,11 +396,16 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     power = judged(final.expr)
     majority = votes[winner] > len(per_seed) / 2
     baseline = verdicts.constant_error(y, metric)
+    exponent_se = None
+    if power is not None and metric == "log":
+        se = verdicts.exponent_errors(X, y, [power["exponents"][f] for f in features])
+        exponent_se = None if se is None else {f: float(s) for f, s in zip(features, se, strict=True)}
     verdict, reasons = verdicts.grade(power, rows=len(y), majority=majority, law_error=final.error,
-                                      baseline_error=baseline)
+                                      baseline_error=baseline, exponent_se=exponent_se)
     if power is not None:
         exponents = [power["exponents"][f] for f in features]
-        interval = powerlaw.constant_interval(X, y, exponents, metric, seed=len(per_seed))
+        power["exponent_se"] = exponent_se
+        interval = powerlaw.constant_interval(X, y, exponents, metric, seed=len(per_seed), groups=groups)
         power["constant_ci95"] = list(interval) if interval else None
         newton_form = laws.is_newtonian(power)
         G = laws.G_AU_MSUN_YR
@@ -411,6 +425,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "complexity": final.complexity,
         "seeds": len(per_seed),
         "seeds_agreeing": votes[winner],
+        "form_agreeing": shared[forms[best]],
         "majority": majority,
         "newtonian_seeds": sum(r["newtonian"] for r in rows),
         "per_seed": rows,

@@ -2,9 +2,12 @@
 
 Grades (``VERDICTS``), decided in this order:
 
-- ``inconclusive``: the data cannot decide (fewer than ``MIN_VERDICT_ROWS`` usable rows), the seeds do not
-  agree (no form is chosen by a strict majority of them), or the agreed law explains the target no better
-  than a constant does (its error on all rows is not below the best constant's, in the same metric);
+- ``inconclusive``: the data cannot decide (fewer than ``MIN_VERDICT_ROWS`` usable rows, or an exponent of
+  the agreed power law that the rows cannot pin to an integer: standard error above
+  ``MAX_EXPONENT_SE``, e.g. a star mass that hardly varies cannot tell ``newtonian`` from
+  ``inverse-square-planet-mass``), the seeds do not agree (no ballot has a strict majority of them), the
+  agreed law is a constant, or it explains the target no better than a constant does (its error on all
+  rows is not below the best constant's, in the same capped metric);
 - ``newtonian``: ``C * m1 * m2 / r**2`` (exponents r: -2, m1: 1, m2: 1);
 - ``inverse-square-planet-mass``: ``C * m1 / r**2`` (the LSSAR write-up's "F ∝ m1/r^2": Newton's law only
   where the star mass m2 is constant, absorbed into C);
@@ -25,6 +28,10 @@ VERDICTS = ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power
 MIN_VERDICT_ROWS = 100
 """Fewer usable rows than this: inconclusive. Each seed searches on one half of its rows and selects on the
 other (:func:`discovery.symbolic.fit_seed`), so below 100 a seed would select among laws on < 50 rows."""
+
+MAX_EXPONENT_SE = 0.25
+"""An exponent is decided when its standard error is at most this: the 95% interval (about +-2 se) then
+spans less than the distance between two integers."""
 
 NEWTON = {"r": -2, "m1": 1, "m2": 1}
 INVERSE_SQUARE_PLANET_MASS = {"r": -2, "m1": 1, "m2": 0}
@@ -57,21 +64,44 @@ def best_constant(y: np.ndarray, metric: str) -> sympy.Float:
 
 
 def constant_error(y: np.ndarray, metric: str) -> float:
-    """The error of :func:`best_constant` on ``y``."""
-    c = float(best_constant(y, metric))
-    if metric == "log":
-        return float(np.mean(np.abs(np.log(y) - np.log(c))))
-    return float(np.mean(np.abs(y - c)) / np.mean(np.abs(y)))
+    """The error of :func:`best_constant` on ``y``, in the same (capped) metric as every law's."""
+    from discovery.law import error
+
+    return error(y, np.full(y.shape, float(best_constant(y, metric))), metric)
 
 
-def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, baseline_error: float) -> tuple[
-        str, list[str]]:
-    """The verdict and, when it is ``inconclusive``, the reasons (else an empty list)."""
+def exponent_errors(X: np.ndarray, y: np.ndarray, exponents: list[float]) -> np.ndarray | None:
+    """Standard errors (d,) of the exponents of ``C * prod(x ** k)`` fitted in log space on (X, y): the
+    least-squares formula ``sigma^2 (A^T A)^-1`` of the centred ln X, sigma the robust (1.4826 MAD) scale of
+    the law's log residuals. Infinite for a feature whose ln x does not vary, or varies only along the others.
+    None when the log space is undefined (a value <= 0)."""
+    if np.any(X <= 0) or np.any(y <= 0):
+        return None
+    A = np.log(X) - np.log(X).mean(axis=0)
+    resid = np.log(y) - np.log(X) @ np.asarray(exponents, dtype=np.float64)
+    sigma = 1.4826 * float(np.median(np.abs(resid - np.median(resid))))
+    gram = A.T @ A
+    out = np.full(X.shape[1], np.inf)
+    if np.linalg.matrix_rank(gram, tol=1e-12 * max(1.0, float(np.trace(gram)))) == X.shape[1]:
+        out = np.sqrt(np.maximum(sigma**2 * np.diag(np.linalg.inv(gram)), 0.0))
+    return out
+
+
+def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, baseline_error: float,
+          exponent_se: dict[str, float] | None = None) -> tuple[str, list[str]]:
+    """The verdict and, when it is ``inconclusive``, the reasons (else an empty list). ``exponent_se``: the
+    standard error of each feature's exponent of a power law (:func:`exponent_errors`)."""
     reasons = []
     if rows < MIN_VERDICT_ROWS:
         reasons.append(f"only {rows} usable rows (a verdict needs {MIN_VERDICT_ROWS})")
     if not majority:
         reasons.append("no law was chosen by a strict majority of the seeds")
-    if not law_error < baseline_error:
+    if power is not None and not any(power["exponents"].values()):
+        reasons.append("the law is a constant: no feature explains the target")
+    elif not law_error < baseline_error:
         reasons.append(f"the law's error {law_error:.3g} is not below a constant's {baseline_error:.3g}")
+    for name, se in (exponent_se or {}).items():
+        if not se <= MAX_EXPONENT_SE:
+            reasons.append(f"the rows cannot fix the exponent of {name} (standard error {se:.2g} > "
+                           f"{MAX_EXPONENT_SE}): it varies too little")
     return ("inconclusive", reasons) if reasons else (form_grade(power), [])

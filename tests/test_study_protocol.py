@@ -21,6 +21,7 @@ def test_gpu_109m_under_the_reference_protocol_is_the_reference():
     assert c["probe_data"] == {"preset": "two-body-exoplanet", "splits": {"train": 10_000}, "seed": 1}
     assert (c["probe"]["train_sequences"], c["probe"]["heldout_sequences"]) == (9_000, 1_000)
     assert (c["probe"]["steps"], c["probe"]["batch"], c["probe"]["protocol"]) == (10_000, 64, "reference")
+    assert c["solar_probe"]["protocol"] == "reference"
     assert c["discover"]["protocol"] == "reference" and (c["discover"]["seeds"], c["discover"]["restarts"]) == (5, 3)
     assert c["evaluate"]["lengths"] == [1]  # learned positions cannot be evaluated past their block
     assert c["protocol"] == "reference" and c["notes"] == []

@@ -37,8 +37,9 @@ def test_newton_is_found_on_uniform_r_with_noise_by_every_seed():
     p = out["power_law"]
     assert p["exponents"] == {"r": -2, "m1": 1, "m2": 1} and abs(p["G_relative_error"]) < 0.01
     lo, hi = p["constant_ci95"]
-    assert lo < p["constant"] < hi and lo < G < hi  # 1% noise on 1,500 rows: the interval is ~0.1% wide
-    assert p["G_relative_error_ci95"][0] < 0 < p["G_relative_error_ci95"][1]
+    assert lo < p["constant"] < hi and hi / lo < 1.005  # 1% noise on 1,500 rows: the interval is ~0.1% wide
+    assert p["G_relative_error_ci95"][0] < p["G_relative_error"] < p["G_relative_error_ci95"][1]
+    assert max(p["exponent_se"].values()) < 0.01
     assert out["error_metric"] == "log" and out["error"] < 0.02 < out["constant_error"]
 
 
@@ -98,6 +99,7 @@ def test_a_newtonian_majority_that_explains_nothing_is_inconclusive():
     (lambda r, a, b: G * a / r**2, "inverse-square-planet-mass", {"r": -2, "m1": 1, "m2": 0}),
     (lambda r, a, b: G * a * b / r**3, "power-law", {"r": -3, "m1": 1, "m2": 1}),
     (lambda r, a, b: G * a * b / r**2 * np.exp(-r / 5), "not-a-power-law", None),
+    (lambda r, a, b: G * a * b / (r**2 + 1), "not-a-power-law", None),
 ])
 def test_each_grade_comes_back(law, grade, exponents):
     out = discover_law(uniform_r_table(law, n=800, noise=0.0, seed=3), "F", seeds=2, points=400, restarts=1,
@@ -218,3 +220,47 @@ def test_reference_protocol_refuses_contradicting_choices(kwargs, message):
     data = uniform_r_table(lambda r, a, b: G * a * b / r**2, n=200)
     with pytest.raises(ValueError, match=message):
         discover_law(data, "F", seeds=1, **{"protocol": "reference", **kwargs})
+
+
+def test_a_law_that_is_a_constant_is_inconclusive_not_a_power_law():
+    X, y = _exp_decay_rows()
+    out = _decide([_seed("0.01", 1.0) for _ in range(3)], X, y)
+    assert out["majority"] and out["verdict"] == "inconclusive" and not out["newtonian"]
+    assert any("constant" in r for r in out["inconclusive_reasons"])
+
+
+@pytest.mark.parametrize("star, reason", [(1.0, "m2"), (0.5, "m2")])
+def test_a_star_mass_that_does_not_vary_cannot_tell_newton_from_the_planet_mass_form(star, reason):
+    data = uniform_r_table(lambda r, a, b: G * a * b / r**2, n=600, noise=0.01, seed=7)
+    data["m2"] = np.full(600, star)
+    noise = 1 + 0.01 * np.random.default_rng(1).standard_normal(600)
+    data["F"] = G * data["m1"] * data["m2"] / data["r"] ** 2 * noise
+    out = discover_law(data, "F", seeds=3, points=300, restarts=1, settings=FAST)
+    assert out["verdict"] == "inconclusive" and not out["newtonian"], out["expression"]
+    assert any(f"exponent of {reason}" in r for r in out["inconclusive_reasons"]), out["inconclusive_reasons"]
+
+
+def test_the_bootstrap_resamples_whole_sequences_when_the_table_has_them():
+    rng = np.random.default_rng(3)
+    n_seq, steps = 60, 20
+    seq = np.repeat(np.arange(n_seq), steps)
+    data = {"sequence": seq, "r": rng.uniform(0.3, 40, n_seq * steps),
+            "m1": np.repeat(rng.uniform(1e-4, 1e-2, n_seq), steps), "m2": np.repeat(rng.uniform(0.5, 2, n_seq), steps)}
+    # a per-sequence error (the probe's bias on one system) makes the rows of a sequence dependent
+    bias = np.repeat(np.exp(0.05 * rng.standard_normal(n_seq)), steps)
+    data["F"] = G * data["m1"] * data["m2"] / data["r"] ** 2 * bias
+    X = np.column_stack([data["r"], data["m1"], data["m2"]])
+    grouped = powerlaw.constant_interval(X, data["F"], [-2, 1, 1], "log", seed=0, groups=seq)
+    rows = powerlaw.constant_interval(X, data["F"], [-2, 1, 1], "log", seed=0)
+    assert np.log(grouped[1] / grouped[0]) > 2 * np.log(rows[1] / rows[0])  # 60 systems, not 1,200 rows
+    out = discover_law(data, "F", seeds=1, restarts=1, settings=FAST)
+    assert out["data"]["bootstrap_resamples"] == "sequences"
+    assert discover_law({k: v for k, v in data.items() if k != "sequence"}, "F", seeds=1, restarts=1,
+                        settings=FAST)["data"]["bootstrap_resamples"] == "rows"
+
+
+def test_a_target_with_negative_rows_runs_on_the_relative_metric_without_the_screen():
+    data = uniform_r_table(lambda r, a, b: G * a * b / r**2, n=400, noise=0.0, seed=8)
+    data["F"] = data["F"] - np.median(data["F"])  # half the rows negative: no log space, no power-law screen
+    out = discover_law(data, "F", seeds=1, restarts=1, settings=FAST)
+    assert out["error_metric"] == "relative" and out["verdict"] != "newtonian"

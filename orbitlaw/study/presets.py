@@ -109,6 +109,7 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     config["preset"] = preset
     config["protocol"] = protocol
     config["probe"]["protocol"] = protocol
+    config["solar_probe"]["protocol"] = protocol
     config["discover"]["protocol"] = protocol
     notes = list(_TINY_NOTES) if preset in ("smoke", "cpu") else []
     if protocol == "reference" and preset.startswith("gpu-109m"):
