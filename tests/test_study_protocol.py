@@ -68,6 +68,12 @@ def test_a_study_needs_out_unless_it_only_shows_its_config(capsys):
     assert "--out STUDY is required" in err and len(err.strip().splitlines()) == 1
 
 
+def test_bf16_is_an_option_under_the_reference_protocol():
+    c = study_config("gpu-109m", protocol="reference", precision="bf16")
+    assert c["train"]["precision"] == "bf16" and any("bf16" in n for n in c["notes"])
+    assert study_config("gpu-109m", precision="fp32")["notes"] == []
+
+
 def test_training_precision_is_validated():
     with pytest.raises(ValueError, match="unknown precision 'fp16'"):
         TrainConfig(data="d", out="o", precision="fp16").validate()

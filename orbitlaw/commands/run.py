@@ -22,6 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
                    help="orbitlaw (default): the toolkit's probe and symbolic regression; reference: Vafa et "
                    "al.'s protocol in every stage (see the README's departures table)")
+    p.add_argument("--precision", default=None, choices=["bf16", "fp32"],
+                   help="CUDA training precision (default: fp32 under --protocol reference, bf16 otherwise)")
     p.add_argument("--show-config", action="store_true",
                    help="print the fully resolved configuration as JSON and exit (no stage runs)")
     p.add_argument("--attention", default=None, metavar="A,B,...",
@@ -49,7 +51,7 @@ def run(args) -> int:
     if args.show_config:
         from orbitlaw.study.presets import study_config
 
-        print(json.dumps(study_config(args.preset, attentions, args.seed, args.protocol), indent=1))
+        print(json.dumps(study_config(args.preset, attentions, args.seed, args.protocol, args.precision), indent=1))
         return 0
     if args.out is None:
         raise ValueError("--out STUDY is required (only --show-config runs without it)")
@@ -57,7 +59,7 @@ def run(args) -> int:
     extra = [d.strip() for d in args.llm_results.split(",") if d.strip()]
     results = run_study(args.preset, args.out, attentions=attentions, seed=args.seed, llm_reference=reference,
                         llm_results=extra, workers=args.workers, nproc=args.nproc_per_node,
-                        progress=not args.quiet, protocol=args.protocol)
+                        progress=not args.quiet, protocol=args.protocol, precision=args.precision)
     print(json.dumps({m["attention"]: {"val_loss": m["val_loss"], "probe_r2": m["probe_r2"],
                                        "verdict": (m["law"] or {}).get("verdict"),
                                        "newtonian": (m["law"] or {}).get("newtonian")} for m in results["models"]}))

@@ -13,14 +13,14 @@ from orbits.provenance import code_version, write_json_atomic
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
               llm_reference: str | Path | None = "auto", llm_results: list[str | Path] = (), workers: int = 1,
-              nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw") -> dict:
+              nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw", precision: str | None = None) -> dict:
     """Run (or resume) every stage of the study in ``out``; returns the results.json dictionary.
 
     ``llm_reference``: the reference data directory (``.../vafa2025``), ``"auto"`` to use the one beside
     the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in;
     ``protocol``: ``"orbitlaw"`` or ``"reference"`` (:func:`orbitlaw.study.presets.study_config`).
     """
-    config = study_config(preset, attentions, seed, protocol)
+    config = study_config(preset, attentions, seed, protocol, precision)
     reference = stages.find_reference() if llm_reference == "auto" else (Path(llm_reference) if llm_reference else None)
     if reference is not None and not (reference / "llm-prompts").is_dir():
         raise ValueError(f"--llm-reference {reference}: no llm-prompts/ directory there")

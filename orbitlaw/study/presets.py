@@ -98,7 +98,7 @@ _TINY_NOTES = [
 
 
 def study_config(preset: str, attentions: list[str] | None = None, seed: int | None = None,
-                 protocol: str = "orbitlaw") -> dict:
+                 protocol: str = "orbitlaw", precision: str | None = None) -> dict:
     """A deep copy of ``preset`` under ``protocol``, with the attention list and (optionally) every seed
     shifted by ``seed``: every stage's settings resolved (``orbitlaw run --show-config`` prints it)."""
     if preset not in PRESETS:
@@ -116,8 +116,12 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
         config["train"]["precision"] = "fp32"
     if preset == "gpu-109m-rope":
         notes.append("rotary positions (for length extrapolation); the reference GPT has learned positions")
-    if protocol == "orbitlaw" and preset.startswith("gpu-109m"):
-        notes.append("bf16 autocast (the reference trains in fp32: --protocol reference)")
+    if precision is not None:  # an explicit choice overrides the protocol's (bf16 is a documented option)
+        if precision not in ("bf16", "fp32"):
+            raise ValueError(f"unknown precision {precision!r}; choose bf16 or fp32")
+        config["train"]["precision"] = precision
+    if config["train"].get("precision") == "bf16" and preset.startswith("gpu-109m"):
+        notes.append("bf16 autocast (the reference trains in fp32: --protocol reference or --precision fp32)")
     config["notes"] = notes
     if attentions:
         from models.attention import ATTENTIONS

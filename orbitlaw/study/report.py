@@ -168,11 +168,11 @@ def write_report(study, results: dict) -> dict[str, str]:
               "them. The verdict: `newtonian` is exactly C·m1·m2/r² chosen by a strict majority of the seeds; "
               "`inverse-square-planet-mass` is C·m1/r² (the LSSAR write-up's \"F ∝ m1/r²\", Newton's law only "
               "where the star mass is constant); `power-law` and `not-a-power-law` say what else came out; "
-              "`inconclusive` means the seeds did not agree or the law explains the forces no better than a "
-              "constant. (k/n): the seeds whose own law is Newtonian.", ""]
+              "`inconclusive` means too few rows, seeds that did not agree, an exponent the rows cannot pin down, "
+              "or a law no better than a constant. (k/n): the seeds whose own law is Newtonian.", ""]
     if results.get("llm"):
         lines += ["## LLM baselines", "", "| model | systems parsed | median R² (all) | median R² (held-out) | "
-                  "recovered law | Newtonian (seeds) |", "|---|---|---|---|---|---|"]
+                  "recovered law | verdict (seeds Newtonian) |", "|---|---|---|---|---|---|"]
         for name, m in results["llm"].items():
             law, newton = _law_cell(m.get("law"))
             lines.append(f"| {name} | {m.get('parsed')}/{m.get('systems')} | {_num(m.get('median_r2_all'))} | "
