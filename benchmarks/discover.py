@@ -183,6 +183,34 @@ def plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def markdown(results: dict) -> str:
+    """The matrix as a markdown table: per law and data set, for each noise model (exact / 1% / 5% / 1% with
+    2% corrupted) the seeds whose own verdict is the expected one, and the cell verdict when it differs."""
+    short = {"r_uniform-mass_uniform": "r U, m U", "r_loguniform-mass_uniform": "r logU, m U",
+             "r_uniform-mass_exoplanet": "r U, m exo", "r_loguniform-mass_exoplanet": "r logU, m exo",
+             "probe_two-body": "probe two-body", "probe_two-body-exoplanet": "probe two-body-exoplanet"}
+    lines = ["| law (expected verdict) | " + " | ".join(short[d] for d in DATA) + " |",
+             "|---|" + "---|" * len(DATA)]
+    for law_name, (_, expected, *_rest) in LAWS.items():
+        cells = []
+        for data_name in DATA:
+            parts = []
+            for noise_name in NOISES:
+                row = results.get(f"{law_name}/{data_name}/{noise_name}")
+                if row is None:
+                    parts.append("–")
+                    continue
+                text = str(row["seed_verdicts"][expected])
+                if row["cell_verdict"] != expected:
+                    text += f" ({row['cell_verdict']})"
+                if expected != "newtonian" and row["newtonian_seeds"]:
+                    text += f" [N:{row['newtonian_seeds']}]"
+                parts.append(text)
+            cells.append(" / ".join(parts))
+        lines.append(f"| {law_name} ({expected}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -196,7 +224,15 @@ def main() -> None:
     parser.add_argument("--selection", default="se", choices=["se", "best", "score"])
     parser.add_argument("--work", default=None, help="where the probe data sets are made (default: a temp dir)")
     parser.add_argument("--out", default="benchmarks/results/discover.json")
+    parser.add_argument("--markdown", action="store_true", help="print the matrix of --out as a markdown table")
+    parser.add_argument("--summarize-only", action="store_true",
+                        help="run no cell: write the summary and figure of the cells --out already holds")
+    parser.add_argument("--cells-code-version", default=None,
+                        help="with --summarize-only: the code version that computed the cells, when known")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.out).read_text())["results"]))
+        return
 
     out = Path(args.out)
     settings = {k: getattr(args, k) for k in ("seeds", "points", "restarts", "budget", "selection")}
@@ -210,7 +246,7 @@ def main() -> None:
         features[name] = (probe_rows(name.removeprefix("probe_"), work, seed) if name.startswith("probe_")
                           else synthetic(name, seed))
     start = time.perf_counter()
-    for law_name in args.laws.split(","):
+    for law_name in ([] if args.summarize_only else args.laws.split(",")):
         for data_name in args.data.split(","):
             for noise_name in args.noises.split(","):
                 cell = f"{law_name}/{data_name}/{noise_name}"
@@ -238,13 +274,17 @@ def main() -> None:
         "non_newtonian_called_newtonian_cells": sum(r["cell_verdict"] == "newtonian" for r in results.values()
                                                     if r["expected"] != "newtonian"),
         "cpu_seconds_per_fit_mean": float(np.mean(cpu)), "cpu_seconds_per_fit_max": float(np.max(cpu)),
-        "fits": len(cpu), "wall_seconds_this_run": time.perf_counter() - start}
+        "fits": len(cpu), "wall_seconds_this_run": time.perf_counter() - start,
+        "cells_planned": len(LAWS) * len(DATA) * len(NOISES)}
     figure = out.with_suffix(".png")
     plot(results, figure)
     write_json_atomic(out, {
         "benchmark": "discover", "backend": "operon", "settings_key": key,
         "settings": {**settings, "workers": args.workers, **SearchSettings(budget=args.budget).to_dict()},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "code_version": code_version(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "code_version": code_version(),
+        "cells_code_version": (args.cells_code_version or previous.get("cells_code_version", "unknown"))
+        if args.summarize_only else code_version(),
         "summary": summary, "figure": figure.name, "results": results})
     print(json.dumps(summary, indent=1))
 
