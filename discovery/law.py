@@ -108,6 +108,8 @@ def error(y: np.ndarray, pred: np.ndarray, metric: str) -> float:
 
 def evaluate(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray) -> np.ndarray:
     """Evaluate ``expr`` on the columns of ``X`` (n, len(symbols)); non-finite where it overflows."""
+    if not _finite_form(expr):
+        return np.full(X.shape[0], np.nan)
     f = sympy.lambdify(symbols, expr, modules="numpy", docstring_limit=0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -182,7 +184,11 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
 
 
 def _finite_form(expr: sympy.Expr) -> bool:
-    return not expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo)
+    """No infinity or NaN, and every constant within double range (sympy's arbitrary-precision floats can
+    reach exp(1e5), which neither numpy nor the printer can take)."""
+    if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+        return False
+    return all(math.isfinite(float(f)) and (f == 0 or abs(float(f)) > 1e-300) for f in expr.atoms(sympy.Float))
 
 
 def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
