@@ -84,12 +84,7 @@ def relative_l1(y: np.ndarray, pred: np.ndarray) -> float:
 def log_l1(y: np.ndarray, pred: np.ndarray) -> float:
     """``mean min(|ln y - ln pred|, LOG_ERROR_CAP)`` for a positive ``y``; a non-positive prediction counts as
     the cap; infinity when the prediction is not finite everywhere."""
-    pred = np.broadcast_to(np.asarray(pred, dtype=np.float64), y.shape)
-    if not np.all(np.isfinite(pred)):
-        return math.inf
-    with np.errstate(all="ignore"):
-        d = np.abs(np.log(y) - np.log(np.where(pred > 0, pred, 1.0)))
-    return float(np.mean(np.where(pred > 0, np.minimum(d, LOG_ERROR_CAP), LOG_ERROR_CAP)))
+    return float(np.mean(row_errors(y, pred, "log")))
 
 
 def metric_for(y: np.ndarray) -> str:

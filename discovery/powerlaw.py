@@ -40,14 +40,9 @@ def fit_exponents(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return coef[1:]
 
 
-def log_constant(X: np.ndarray, y: np.ndarray, exponents) -> float:
-    """ln C of ``C * prod(x ** k)`` with the exponents fixed: the median of ``ln y - ln(X) @ k``."""
-    return float(np.median(np.log(y) - np.log(X) @ np.asarray(exponents, dtype=np.float64)))
-
-
-def expression(log_c: float, exponents, symbols: list[sympy.Symbol]) -> sympy.Expr:
-    """``exp(log_c) * prod(symbol ** k)`` as a sympy expression (integer exponents stay exact)."""
-    expr = sympy.Float(float(np.exp(log_c)), 15)
+def expression(constant: float, exponents, symbols: list[sympy.Symbol]) -> sympy.Expr:
+    """``constant * prod(symbol ** k)`` as a sympy expression (integer exponents stay exact)."""
+    expr = sympy.Float(float(constant), 15)
     for s, k in zip(symbols, exponents, strict=True):
         k = int(k) if float(k).is_integer() else float(k)
         if k:
@@ -63,7 +58,7 @@ def screen(X: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> sympy.E
     k = np.rint(fit_exponents(X, y))
     if not np.any(k):
         return None
-    return expression(log_constant(X, y, k), k, symbols)
+    return expression(fit_constant(X, y, k, "log"), k, symbols)
 
 
 def fit_constant(X: np.ndarray, y: np.ndarray, exponents, metric: str) -> float | None:
@@ -73,12 +68,7 @@ def fit_constant(X: np.ndarray, y: np.ndarray, exponents, metric: str) -> float 
     every feature with k != 0 positive). ``"relative"``: the least-squares C of y on ``prod(x ** k)``.
     """
     g = _basis(X, exponents, log=metric == "log")
-    if g is None:
-        return None
-    if metric == "log":
-        return float(np.exp(np.median(np.log(y) - g)))
-    denom = float(g @ g)
-    return float(g @ y) / denom if denom > 0 and np.isfinite(denom) else None
+    return None if g is None else _constant(g, y, metric)
 
 
 def constant_interval(X: np.ndarray, y: np.ndarray, exponents, metric: str, seed: int, resamples: int = 1000,
@@ -90,7 +80,6 @@ def constant_interval(X: np.ndarray, y: np.ndarray, exponents, metric: str, seed
         return None
     rng = np.random.default_rng(seed)
     values = np.empty(resamples)
-    t = np.log(y) - g if metric == "log" else None
     members = None
     if groups is not None:
         _, inverse = np.unique(groups, return_inverse=True)
@@ -101,13 +90,18 @@ def constant_interval(X: np.ndarray, y: np.ndarray, exponents, metric: str, seed
             idx = rng.integers(0, len(y), len(y))
         else:
             idx = np.concatenate([members[j] for j in rng.integers(0, len(members), len(members))])
-        if t is not None:
-            values[i] = np.exp(np.median(t[idx]))
-        else:
-            gi = g[idx]
-            values[i] = (gi @ y[idx]) / (gi @ gi)
+        c = _constant(g[idx], y[idx], metric)
+        values[i] = np.nan if c is None else c
     lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
+
+
+def _constant(g: np.ndarray, y: np.ndarray, metric: str) -> float | None:
+    """The fitted C from the basis ``g`` of :func:`_basis` (see :func:`fit_constant`)."""
+    if metric == "log":
+        return float(np.exp(np.median(np.log(y) - g)))
+    denom = float(g @ g)
+    return float(g @ y) / denom if denom > 0 and np.isfinite(denom) else None
 
 
 def _basis(X: np.ndarray, exponents, log: bool) -> np.ndarray | None:

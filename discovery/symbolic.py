@@ -198,8 +198,7 @@ def _robust_constant(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarra
         return expr
     exponents = [power["exponents"][n] for n in names]
     c = powerlaw.fit_constant(X, y, exponents, metric)
-    return expr if c is None or c == 0 else powerlaw.expression(math.log(abs(c)), exponents, symbols) * (
-        1 if c > 0 else -1)
+    return expr if c is None or c == 0 else powerlaw.expression(c, exponents, symbols)
 
 
 PROTOCOLS = ("orbitlaw", "reference")
@@ -254,7 +253,7 @@ def _fit_seed_task(args) -> dict:
 
 
 def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = "operon", seeds: int = 5,
-                 points: int = 1000, restarts: int = 3, selection: str = "se",
+                 points: int = 1000, restarts: int = 3, selection: str | None = None,
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
                  resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw") -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
@@ -265,7 +264,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         seeds: independent fits 0..seeds-1; points: rows drawn per seed for the search, and as many again
             held out for selection (each at most half the table); restarts: searches per seed.
         selection: ``"se"`` (highest score among candidates within two standard errors of the lowest
-            held-out error, paired per row), ``"best"`` (PySR: within 1.5x of it) or ``"score"``.
+            held-out error, paired per row), ``"best"`` (PySR: within 1.5x of it) or ``"score"``; None:
+            the protocol's (``"se"``; ``"score"`` under ``"reference"``).
         metric: ``"auto"`` (``"log"`` for a positive target, else ``"relative"``), ``"log"`` or ``"relative"``.
         protocol: ``"orbitlaw"`` (the module doc) or ``"reference"`` (:func:`fit_galaxy`; it fixes
             ``selection="score"``, ``metric="relative"`` and the epsilon-insensitive L1 loss: passing
@@ -285,6 +285,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     subset = list(subset)
     if seeds < 1 or points < MIN_POINTS or restarts < 1 or workers < 1:
         raise ValueError(f"need seeds >= 1, points >= {MIN_POINTS}, restarts >= 1 and workers >= 1")
+    if selection is None:
+        selection = "score" if protocol == "reference" else "se"
     if selection not in laws.SELECTIONS:
         raise ValueError(f"unknown model selection {selection!r}: use {', '.join(laws.SELECTIONS)}")
     if protocol not in PROTOCOLS:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
+from discovery.law import error
+
 VERDICTS = ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law", "inconclusive")
 
 MIN_VERDICT_ROWS = 100
@@ -65,8 +67,6 @@ def best_constant(y: np.ndarray, metric: str) -> sympy.Float:
 
 def constant_error(y: np.ndarray, metric: str) -> float:
     """The error of :func:`best_constant` on ``y``, in the same (capped) metric as every law's."""
-    from discovery.law import error
-
     return error(y, np.full(y.shape, float(best_constant(y, metric))), metric)
 
 

@@ -63,7 +63,7 @@ def run(args) -> int:
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
                            backend=args.backend, seeds=args.seeds, points=args.points, restarts=args.restarts,
-                           selection=args.selection or ("score" if args.protocol == "reference" else "se"),
+                           selection=args.selection,
                            settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
                            protocol=args.protocol,
                            subset=_names(args.subset, "--subset") if args.subset else [])

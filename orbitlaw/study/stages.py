@@ -147,8 +147,7 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) 
     result = discover_to_file(out, predictions, target="F_pred", features=["r", "m1", "m2"],
                               subset=["near_train"], seeds=spec["seeds"], points=spec["points"],
                               restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
-                              workers=workers, progress=progress, protocol=protocol,
-                              selection="score" if protocol == "reference" else "se")
+                              workers=workers, progress=progress, protocol=protocol)
     plot_pareto(result, out.with_suffix(".pareto.png"))
     return summarise_law(result)
 
