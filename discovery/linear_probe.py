@@ -28,7 +28,7 @@ import torch
 
 from discovery import probe_data
 from models.evaluate import load_run
-from models.train import check_vocab
+from models.train import check_vocab, read_sequences, token_offset
 from orbits.provenance import code_version, write_json_atomic
 
 LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "inverse_r2", "r", "x", "y",
@@ -87,17 +87,18 @@ def sample_rows(rows: dict, per_sequence: int, seed: int) -> dict:
 
 
 @torch.no_grad()
-def hidden_features(model, tokens, rows: dict, context: int, batch: int, device) -> np.ndarray:
+def hidden_features(model, split, rows: dict, context: int, batch: int, device) -> np.ndarray:
     """(n_layer + 1, rows, d_model) float32 hidden states at each row's planet token."""
     seqs = np.unique(rows["sequence"])
+    offset = token_offset(model.config)
     feats = None
     for i in range(0, len(seqs), batch):
         chunk = seqs[i:i + batch]
-        x = torch.from_numpy(np.asarray(tokens[chunk], dtype=np.int64)[:, :context]).to(device)
+        x = read_sequences(model.config, split, chunk, context).to(device)
         states = model.hidden_states(x)
         sel = np.flatnonzero(np.isin(rows["sequence"], chunk))
         b = torch.from_numpy(np.searchsorted(chunk, rows["sequence"][sel])).to(device)
-        p = torch.from_numpy(rows["token"][sel]).to(device)
+        p = torch.from_numpy(rows["token"][sel] - offset).to(device)
         if feats is None:
             feats = np.empty((len(states), len(rows["sequence"]), states[0].shape[-1]), np.float32)
         for layer, h in enumerate(states):
@@ -126,8 +127,6 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     settings = cfg.settings()
     device = probe_data.resolve_device(cfg.device)
     model, run_config = load_run(cfg.run, device)
-    if model.config.regression:
-        raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")
     split = probe_data.open_split(cfg.data, cfg.split)
     check_vocab(model.config, split)
     context = int(run_config["context"])
@@ -138,11 +137,12 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     held = plan.train_sequences + np.arange(min(cfg.sequences, plan.heldout_sequences))
     parts = {}
     for name, seqs in (("train", train), ("heldout", held)):
-        rows = sample_rows(probe_data.planet_rows(split, seqs, context), cfg.steps_per_sequence, cfg.seed)
+        rows = sample_rows(probe_data.planet_rows(split, seqs, context + token_offset(model.config)),
+                           cfg.steps_per_sequence, cfg.seed)
         if len(rows["sequence"]) < 2:
             raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")
         targets = target_columns(rows, split)
-        parts[name] = (hidden_features(model, split.tokens, rows, context, cfg.batch, device),
+        parts[name] = (hidden_features(model, split, rows, context, cfg.batch, device),
                        np.stack([targets[t] for t in LINEAR_TARGETS], 1))
     (Xtr, Ytr), (Xte, Yte) = parts["train"], parts["heldout"]
     from tqdm import tqdm

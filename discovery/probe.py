@@ -53,7 +53,7 @@ from discovery.probe_data import nearest_to_training
 from models import checkpoint
 from models.evaluate import load_run
 from models.gpt import GPT
-from models.train import TrainingStopped, batch_indices, check_vocab
+from models.train import TrainingStopped, batch_indices, check_vocab, read_sequences, token_offset
 
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
            "sequence_mse"]
@@ -196,7 +196,8 @@ class ForceScaling:
 class ForceProbe(nn.Module):
     """A pretrained GPT without its token head, plus a fresh linear head on the final LayerNorm.
 
-    forward(tokens (B, T, 2) int64) -> (B, T, out_dim) scaled force predictions at every position.
+    forward(tokens (B, T, 2) int64, or positions in AU for a regression model) -> (B, T, out_dim) scaled
+    force predictions at every position.
     """
 
     def __init__(self, gpt: GPT, out_dim: int):
@@ -247,23 +248,25 @@ def make_optimizer(model: nn.Module, cfg: ProbeConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=cfg.settings()["lr"], betas=(0.9, 0.95))
 
 
-def dense_targets(rows: dict, z: np.ndarray, sequences: np.ndarray, context: int) -> np.ndarray:
-    """(len(sequences), context, dim) float32 targets by token position; NaN where not labelled.
-    ``z`` holds the scaled labels of the labelled rows (in row order)."""
+def dense_targets(rows: dict, z: np.ndarray, sequences: np.ndarray, context: int, offset: int = 0) -> np.ndarray:
+    """(len(sequences), context, dim) float32 targets by input position (token - ``offset``, see
+    ``models.train.token_offset``); NaN where not labelled. ``z`` holds the scaled labels of the labelled
+    rows (in row order)."""
     lab = rows["labelled"]
     where = np.searchsorted(sequences, rows["sequence"][lab])
     out = np.full((len(sequences), context, z.shape[1]), np.nan, np.float32)
-    out[where, rows["token"][lab]] = z
+    out[where, rows["token"][lab] - offset] = z
     return out
 
 
 @torch.no_grad()
-def predict(model: ForceProbe, tokens, sequences: np.ndarray, context: int, batch: int, device) -> np.ndarray:
-    """Scaled predictions (len(sequences), context, dim) float64 of ``model`` on those sequences."""
+def predict(model: ForceProbe, split, sequences: np.ndarray, context: int, batch: int, device) -> np.ndarray:
+    """Scaled predictions (len(sequences), context, dim) float64 of ``model`` on those sequences (by input
+    position)."""
     model.eval()
     outs = []
     for i in range(0, len(sequences), batch):
-        x = torch.from_numpy(np.asarray(tokens[sequences[i:i + batch]], dtype=np.int64)[:, :context]).to(device)
+        x = read_sequences(model.gpt.config, split, sequences[i:i + batch], context).to(device)
         with _autocast(device):
             outs.append(model(x).float().cpu().numpy().astype(np.float64))
     model.train()
@@ -284,17 +287,16 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     settings = cfg.settings()
     device = probe_data.resolve_device(cfg.device)
     gpt, run_config = load_run(cfg.run, "cpu")
-    if gpt.config.regression:
-        raise ValueError(f"{cfg.run} is a regression (continuous-input) model; the probe needs a token model")
     split = probe_data.open_split(cfg.data, cfg.split)
     check_vocab(gpt.config, split)
     context = int(run_config["context"])
-    if context > split.tokens.shape[1]:
-        raise ValueError(f"the run's context ({context} tokens) is longer than the dataset's sequences")
+    offset = token_offset(gpt.config)
+    if context + offset > split.tokens.shape[1]:
+        raise ValueError(f"the run's context ({context} positions) is longer than the dataset's sequences")
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
     protocol = PROTOCOLS[cfg.protocol]
-    rows = probe_data.build_rows(split, plan, context, protocol["layout"])
+    rows = probe_data.build_rows(split, plan, context + offset, protocol["layout"])
     settings["plan"] = asdict(plan)
     settings["context"] = context
     lab = rows["labelled"]
@@ -302,7 +304,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     loss_fn = sequence_mse if protocol["loss"] == "sequence" else masked_mse
     z = scaling.encode(probe_data.true_forces(rows, cfg.target)[lab]).astype(np.float32)
     labelled_seqs = np.unique(rows["sequence"][lab])
-    targets = dense_targets(rows, z, labelled_seqs, context)
+    targets = dense_targets(rows, z, labelled_seqs, context, offset)
 
     out = Path(cfg.out)
     ckpt = checkpoint.latest(out) if out.is_dir() else None
@@ -340,7 +342,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
         model.train()
         while step < cfg.steps:
             idx = batch_indices(cfg.seed, step, cfg.batch, len(labelled_seqs))
-            x = torch.from_numpy(np.asarray(split.tokens[labelled_seqs[idx]], dtype=np.int64)[:, :context])
+            x = read_sequences(gpt.config, split, labelled_seqs[idx], context)
             y = torch.from_numpy(targets[idx])
             with _autocast(device):
                 out_batch = model(x.to(device))
@@ -375,11 +377,11 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     held_seqs = np.unique(rows["sequence"][rows["heldout"]])
     train_seqs = np.unique(rows["sequence"][~rows["heldout"]])[:cfg.eval_train_sequences]
     seqs = np.concatenate([train_seqs, held_seqs])
-    scaled = predict(model, split.tokens, seqs, context, cfg.eval_batch, device)
+    scaled = predict(model, split, seqs, context, cfg.eval_batch, device)
     dim = z.shape[1]
     pred = np.full((len(rows["sequence"]), dim), np.nan)
     have = np.isin(rows["sequence"], seqs)
-    zrows = scaled[np.searchsorted(seqs, rows["sequence"][have]), rows["token"][have]]  # seqs is sorted
+    zrows = scaled[np.searchsorted(seqs, rows["sequence"][have]), rows["token"][have] - offset]  # seqs sorted
     pred[have] = scaling.decode(zrows).reshape(int(have.sum()), dim)
     pred = pred[:, 0] if cfg.target == "force-magnitude" else pred
     extra = {"run": {"path": str(Path(cfg.run).resolve()), "model": run_config["model"],

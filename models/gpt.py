@@ -7,6 +7,11 @@ pluggable causal attention and a GELU MLP; one untied head of 2 x vocab logits. 
 (B, T, 2, vocab) and, given targets, the mean cross-entropy over both coordinates (pad targets ignored).
 
 The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE.
+
+A chunked model (``chunk`` = L tokens) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut
+into chunks of W steps) and reads a longer input the same way: the state at position e is the model's state
+at the last position of the window of tokens e - L + 1 .. e (the first L - 1 positions read the prefix
+0 .. e), so every position sees exactly what a training window showed it, no more.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class GPTConfig:
     chunk_size: int | None = None
     embed_init: str = "normal"
     num_bins: int | None = None  # position ids 0..num_bins-1; None: vocab_size - 3 (2 time steps, pad)
+    chunk: int | None = None  # tokens a position may read (a chunked model, see the module docstring)
 
     def validate(self) -> None:
         if self.attention not in ATTENTIONS:
@@ -58,6 +64,8 @@ class GPTConfig:
             raise ValueError("rope needs an even head dimension")
         if self.window is not None and self.window < 1:
             raise ValueError(f"window must be >= 1, got {self.window}")
+        if self.chunk is not None and not 1 <= self.chunk <= self.block_size:
+            raise ValueError(f"chunk must be between 1 and block_size ({self.block_size}), got {self.chunk}")
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
@@ -212,14 +220,32 @@ class GPT(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def hidden_states(self, tokens: torch.Tensor) -> list[torch.Tensor]:
-        """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d)."""
+        """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d).
+        A chunked model reads an input longer than its chunk window by window (module docstring)."""
+        L = self.config.chunk
+        if L is not None and tokens.shape[1] > L:
+            return self._chunked_states(tokens, L)
+        return self._states(tokens)
+
+    def _chunked_states(self, tokens: torch.Tensor, L: int) -> list[torch.Tensor]:
+        B, T = tokens.shape[:2]
+        head = self._states(tokens[:, :L - 1]) if L > 1 else None
+        windows = tokens.unfold(1, L, 1).movedim(-1, 2)  # (B, T - L + 1, L, 2): window ending at e = L - 1 + i
+        tails = self._states(windows.reshape(B * (T - L + 1), L, *tokens.shape[2:]))
+        out = []
+        for layer, tail in enumerate(tails):
+            last = tail[:, -1].reshape(B, T - L + 1, -1)
+            out.append(last if head is None else torch.cat([head[layer], last], dim=1))
+        return out
+
+    def _states(self, tokens: torch.Tensor) -> list[torch.Tensor]:
         c = self.config
         T = tokens.shape[1]
         if c.pos == "learned" and T > c.block_size:
             raise ValueError(f"context of {T} tokens is longer than the learned-position block "
                              f"{c.block_size}; use --pos rope for longer contexts")
         if c.regression:
-            x = self.wte(tokens.to(self.head.weight.dtype))
+            x = self.wte(tokens.to(self.wte.weight.dtype))
         else:
             if tokens.dtype not in (torch.int64, torch.int32):
                 raise ValueError(f"tokens must be integer ids, got {tokens.dtype}")

@@ -16,6 +16,7 @@ PRESETS: dict[str, dict] = {
     "gpt-109m": {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 999, "pos": "learned"},
     "small": {"n_layer": 6, "n_head": 6, "n_embd": 384, "block_size": 999},
     "tiny": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block_size": 256, "embed_init": "fourier"},
+    "control": {"n_layer": 2, "n_head": 1, "n_embd": 32, "block_size": 200, "regression": True, "pad_id": None},
 }
 
 

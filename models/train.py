@@ -34,7 +34,7 @@ from models.presets import model_config
 from orbits.provenance import code_version
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
-                        "schedule", "warmup_steps", "seed", "train_split", "precision")
+                        "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
 """Training settings a resumed run must keep to follow the same trajectory."""
 
 
@@ -79,6 +79,8 @@ class TrainConfig:
     val_split: str = "val"
     compile: bool = False
     precision: str = "bf16"
+    chunk_steps: int | None = None
+    input_noise: float = 0.0
     model_overrides: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -91,6 +93,10 @@ class TrainConfig:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if not self.p > 0:
             raise ValueError(f"--p must be > 0, got {self.p}")
+        if self.chunk_steps is not None and self.chunk_steps < 1:
+            raise ValueError(f"chunk-steps must be >= 1, got {self.chunk_steps}")
+        if not (math.isfinite(self.input_noise) and self.input_noise >= 0):
+            raise ValueError(f"input-noise must be a finite number >= 0 (AU), got {self.input_noise}")
         if self.micro_batch is not None and not 1 <= self.micro_batch <= self.batch_size:
             raise ValueError(f"micro-batch must be between 1 and the batch size, got {self.micro_batch}")
 
@@ -151,7 +157,43 @@ def make_batch(tokens: np.ndarray, idx: np.ndarray, context: int, device
     return seqs[:, :context].to(device), seqs[:, 1:context + 1].to(device)
 
 
+def read_sequences(config: GPTConfig, split, idx: np.ndarray, length: int) -> torch.Tensor:
+    """The first ``length`` positions of sequences ``idx`` as ``config``'s model reads them: (B, length, 2)
+    int64 token ids, or for a regression model float32 body positions in AU (``Split.continuous``, which
+    drops the time-step token: continuous position i is token i + 1; NaN where a sequence pads)."""
+    if not config.regression:
+        return torch.from_numpy(np.asarray(split.tokens[idx], dtype=np.int64)[:, :length])
+    return torch.from_numpy(np.asarray(split.continuous(np.asarray(idx))[:, :length], dtype=np.float32))
+
+
+def token_offset(config: GPTConfig) -> int:
+    """Token index minus input position: 1 for a regression model (no time-step token), else 0."""
+    return 1 if config.regression else 0
+
+
+def regression_batch(split, idx: np.ndarray, length: int, chunk: int | None, noise: float, key: tuple,
+                     device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-position targets (B, T, 2) float32 (AU) for a regression model. Unchunked: the first
+    ``length`` positions. Chunked: one window of ``chunk`` positions per sequence at a uniformly drawn
+    offset. Gaussian noise of standard deviation ``noise`` (AU) is added to the inputs (never the targets).
+    Offsets and noise come from a PCG64 stream keyed by ``key`` (seed, step, rank), so batches are a pure
+    function of it; NaN pads read as 0 and stay NaN (ignored) in the targets."""
+    seqs = np.asarray(split.continuous(np.asarray(idx)), dtype=np.float32)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([*key, 0xC4A2])))
+    if chunk is not None:
+        start = rng.integers(0, seqs.shape[1] - chunk, size=len(seqs))
+        seqs = seqs[np.arange(len(seqs))[:, None], start[:, None] + np.arange(chunk + 1)]
+        length = chunk
+    x, y = seqs[:, :length], seqs[:, 1:length + 1]
+    if noise > 0:
+        x = x + noise * rng.standard_normal(x.shape, dtype=np.float32)
+    x = np.nan_to_num(x, nan=0.0)
+    return torch.from_numpy(x).to(device), torch.from_numpy(np.ascontiguousarray(y)).to(device)
+
+
 def check_vocab(model_cfg: GPTConfig, split) -> None:
+    if model_cfg.regression:  # reads positions, not token ids
+        return
     spec = split.tokenizer
     if spec.vocab_size != model_cfg.vocab_size or spec.pad_id != model_cfg.pad_id:
         raise ValueError(f"dataset vocabulary ({spec.vocab_size} ids, pad {spec.pad_id}) does not match the "
@@ -229,10 +271,11 @@ def plot_losses(run: Path) -> Path:
     if val:
         ax.plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", label="validation")
     ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy (nats per coordinate)")
+    cfg = json.loads((run / "config.json").read_text())
+    regression = cfg["model"].get("regression", False)
+    ax.set_ylabel("mean squared error (AU^2)" if regression else "cross-entropy (nats per coordinate)")
     ax.set_yscale("log")
     ax.legend()
-    cfg = json.loads((run / "config.json").read_text())
     ax.set_title(f"{cfg['train']['preset']} / {cfg['train']['attention']}")
     tmp = run / ".loss.png.tmp.png"
     fig.savefig(tmp, dpi=110, bbox_inches="tight")
@@ -245,13 +288,17 @@ def plot_losses(run: Path) -> Path:
 
 
 @torch.no_grad()
-def evaluate_loss(model: GPT, tokens, n_seq: int, batch: int, context: int, device, amp) -> float:
-    """Mean next-token loss over the first ``n_seq`` sequences of a split."""
+def evaluate_loss(model: GPT, split, n_seq: int, batch: int, context: int, device, amp) -> float:
+    """Mean next-token loss over the first ``n_seq`` sequences of a split (a chunked model reads every
+    window of each sequence)."""
     model.eval()
     total, count = 0.0, 0
-    for start in range(0, min(n_seq, len(tokens)), batch):
-        idx = np.arange(start, min(start + batch, n_seq, len(tokens)))
-        x, y = make_batch(tokens, idx, context, device)
+    for start in range(0, min(n_seq, len(split)), batch):
+        idx = np.arange(start, min(start + batch, n_seq, len(split)))
+        if model.config.regression:
+            x, y = regression_batch(split, idx, context, None, 0.0, (0,), device)
+        else:
+            x, y = make_batch(split.tokens, idx, context, device)
         with amp:
             _, loss = model(x, y)
         total += float(loss) * len(idx)
@@ -266,6 +313,22 @@ def _amp_context(device, precision: str = "bf16"):
     return torch.autocast("cpu", enabled=False)
 
 
+def _chunk_tokens(cfg: TrainConfig, split) -> int | None:
+    """Tokens per training chunk: W = ``chunk_steps`` steps of every body (W (N + 1) positions); None when
+    unchunked. ValueError when the split mixes planet counts or its sequences are too short."""
+    if cfg.chunk_steps is None:
+        return None
+    counts = np.unique(np.asarray(split.n_planets))
+    if len(counts) != 1:
+        raise ValueError("--chunk-steps needs one planet count per dataset (this one mixes "
+                         f"{', '.join(map(str, counts))})")
+    chunk = cfg.chunk_steps * (int(counts[0]) + 1)
+    if chunk > split.tokens.shape[1] - 2:
+        raise ValueError(f"--chunk-steps {cfg.chunk_steps} ({chunk} positions) does not fit the dataset's "
+                         f"{split.tokens.shape[1] - 1}-position sequences")
+    return chunk
+
+
 def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a run; returns a summary. Raises TrainingStopped on a signal or NaN loss."""
     cfg.validate()
@@ -277,11 +340,17 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         raise ValueError(f"dataset {cfg.data} has no split {cfg.train_split!r}; it has {', '.join(data)}")
     train_split = data[cfg.train_split]
     val_split = data.get(cfg.val_split)
-    mcfg = model_config(cfg.preset, cfg.attention, p=cfg.p, pos=cfg.pos, window=cfg.window,
-                        **cfg.model_overrides)
+    chunk = _chunk_tokens(cfg, train_split)
+    overrides = {**cfg.model_overrides, **({"chunk": chunk, "block_size": chunk} if chunk else {})}
+    mcfg = model_config(cfg.preset, cfg.attention, p=cfg.p, pos=cfg.pos, window=cfg.window, **overrides)
+    if (chunk or cfg.input_noise) and not mcfg.regression:
+        raise ValueError("--chunk-steps and --input-noise train a regression model (e.g. --preset control)")
     check_vocab(mcfg, train_split)
     seq_len = train_split.tokens.shape[1]
-    context = min(mcfg.block_size, seq_len - 1)
+    # positions read per sequence: a chunked model reads the whole sequence, window by window
+    # (a regression model's inputs drop the time-step token: seq_len - 1 positions, seq_len - 2 with a target)
+    readable = seq_len - 1 - token_offset(mcfg)
+    context = readable if chunk else min(mcfg.block_size, readable)
     per_rank = cfg.batch_size // dist.world
     if per_rank * dist.world != cfg.batch_size:
         raise ValueError(f"batch size {cfg.batch_size} is not divisible by {dist.world} processes")
@@ -360,7 +429,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     bar = tqdm(total=cfg.max_steps, initial=step, unit="step", disable=not (progress and dist.main),
                desc=f"train {cfg.preset}/{cfg.attention}")
     last_saved = first_step = step
-    tokens_per_step = cfg.batch_size * context
+    tokens_per_step = cfg.batch_size * (chunk or context)
     t0 = time.perf_counter()
     try:
         while step < cfg.max_steps:
@@ -370,7 +439,11 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             idx = batch_indices(cfg.seed, step, cfg.batch_size, len(train_split))[dist.rank::dist.world]
             total = 0.0
             for m in range(0, per_rank, micro):
-                x, y = make_batch(train_split.tokens, idx[m:m + micro], context, device)
+                if mcfg.regression:
+                    x, y = regression_batch(train_split, idx[m:m + micro], context, chunk, cfg.input_noise,
+                                            (cfg.seed, step, dist.rank, m), device)
+                else:
+                    x, y = make_batch(train_split.tokens, idx[m:m + micro], context, device)
                 sync = m + micro >= per_rank
                 if dist.world > 1 and not sync:
                     with net.no_sync(), amp:
@@ -404,8 +477,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
                        "tokens_per_s": tokens_per_step * (step - first_step) / max(elapsed, 1e-9)}
             if val_split is not None and (step % cfg.eval_every == 0 or step == cfg.max_steps):
                 row = row or {"step": step, "train_loss": total, "lr": lr}
-                row["val_loss"] = evaluate_loss(model, val_split.tokens, cfg.eval_sequences, micro, context,
-                                                device, amp)
+                row["val_loss"] = evaluate_loss(model, val_split, cfg.eval_sequences, micro, context, device, amp)
             if row is not None and dist.main:
                 with open(run / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")

@@ -14,6 +14,12 @@ sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masse
   star moves (true two-body motion). Stores positions, velocities and forces.
 - ``two-body``: the reference's ``--two_body_only`` variant (a secondary result, NOT its main probe set):
   one planet, both masses U(1e-4, 1.01e-2) (the lighter is the planet), the star moves.
+- ``binary``: the positive control's orbits (science.md section 8): two comparable bodies, both masses
+  log-uniform on [0.1, 1] M_sun per system (the lighter is "the planet"), a ~ U(1, 2) AU, e from the same Beta
+  prior capped at 0.5, a fixed one-week step, 100 steps. Each body's curvature gives the other's mass
+  (a_planet = G m2 / r^2, a_star = G m1 / r^2), so every variable of F = G m1 m2 / r^2 shows in the dynamics
+  of a few consecutive steps; the step resolves it (0.02-0.17 rad of orbit per step, 0.3-2.7 orbits per
+  sequence). Stores positions, velocities and forces.
 - ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on
   the ecliptic), six-month step; sequence i is planet ``i mod 8`` with the Sun (a two-body system about
   the barycentre at the origin, as in the reference force-vector experiment), starting
@@ -69,6 +75,8 @@ DEFAULTS: dict[str, dict] = {
                            "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
                            "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
     "two-body": {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
+    "binary": {"seq_len": 201, "steps": 100, **_PRIORS, "a_range": [4.0, 6.0], "e_max": 0.3, "planets": [1, 1],
+               "mass_loguniform": [0.2, 1.0], "time_step_index": 1},
     "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0, "together": False,
                      "planets": [list(p) for p in SOLAR_SYSTEM]},
     "nbody": {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3,
@@ -76,7 +84,7 @@ DEFAULTS: dict[str, dict] = {
               "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
 }
 PRESETS = tuple(DEFAULTS)
-STORES_STATES = {"vafa2025": False, "two-body-exoplanet": True, "two-body": True, "solar-system": True,
+STORES_STATES = {"vafa2025": False, "two-body-exoplanet": True, "two-body": True, "binary": True, "solar-system": True,
                  "nbody": True}
 """Whether a preset stores per-step positions, velocities and forces (vafa2025 stores only elements)."""
 
@@ -155,7 +163,9 @@ def _validate(preset: str, p: dict) -> None:
     if min(_numbers(p, "e_beta", 2)) <= 0:
         raise ValueError(f"e_beta parameters must be positive, got {p['e_beta']}")
     _positive_range(p, "a_range", "AU")
-    for key in ("planet_mass_clip", "star_mass_clip", "mass_uniform"):
+    if "time_step_index" in p and _integer(p, "time_step_index", 0) >= len(TIME_STEPS):
+        raise ValueError(f"time_step_index must be < {len(TIME_STEPS)}")
+    for key in ("planet_mass_clip", "star_mass_clip", "mass_uniform", "mass_loguniform"):
         if key in p:
             _positive_range(p, key, "solar masses")
     for key in ("planet_mass_gamma", "star_mass_lognorm"):
@@ -265,6 +275,20 @@ def sample_two_body(rng, n: int, p: dict) -> SystemBatch:
     return batch
 
 
+def sample_binary(rng, n: int, p: dict) -> SystemBatch:
+    """Two bodies, both masses log-uniform per system (the lighter one is the planet), one fixed step."""
+    batch = empty_batch(n, 1)
+    batch.n_planets[:] = 1
+    lo, hi = np.log(p["mass_loguniform"])
+    masses = np.exp(rng.uniform(lo, hi, size=(n, 2)))
+    batch.masses[:, -1] = masses.max(axis=1)
+    _fill_planets(batch, rng, p, masses.min(axis=1)[:, None])
+    _fill_common(batch, rng, p)
+    batch.dt_index[:] = p["time_step_index"]
+    batch.dt[:] = _time_steps(p)[batch.dt_index]
+    return batch
+
+
 def sample_solar_system(rng, n: int, p: dict, first_index: int = 0) -> SystemBatch:
     """No randomness. Default: sequence ``first_index + k`` is planet ``(first_index + k) mod 8`` with the
     Sun, starting ``(index // 8) * steps`` steps after J2000. With ``together``: every sequence holds all
@@ -317,6 +341,7 @@ def sample_nbody(rng, n: int, p: dict) -> SystemBatch:
 
 
 SAMPLERS = {"vafa2025": sample_vafa2025, "two-body-exoplanet": sample_two_body_exoplanet, "two-body": sample_two_body,
+            "binary": sample_binary,
             "solar-system": sample_solar_system, "nbody": sample_nbody}
 
 

@@ -12,7 +12,9 @@ def add_parser(sub) -> None:
                        description="Pretrain a GPT by next-token prediction. Under `torchrun "
                        "--nproc_per_node N` the same command trains with DistributedDataParallel.")
     p.add_argument("--data", required=True, metavar="DIR", help="dataset directory (orbitlaw simulate)")
-    p.add_argument("--preset", required=True, choices=("tiny", "small", "gpt-109m"), help="model size")
+    p.add_argument("--preset", required=True, choices=("tiny", "small", "gpt-109m", "control"),
+                   help="model size (control: the positive control's 25k-parameter regression GPT, "
+                        "continuous positions in AU, MSE)")
     p.add_argument("--attention", default="softmax",
                    choices=("softmax", "lssa", "lssar", "laser", "sigmoid", "relu"))
     p.add_argument("--p", type=float, default=15.0, help="LSSAR power (default 15)")
@@ -21,6 +23,11 @@ def add_parser(sub) -> None:
     p.add_argument("--embed-init", choices=("normal", "fourier"), default=None,
                    help="bin embeddings and head rows: GPT-2 normal init, or Fourier features of the bin "
                         "centre (default: the preset's; tiny uses fourier, small and gpt-109m normal)")
+    p.add_argument("--chunk-steps", type=int, default=None, metavar="W",
+                   help="regression models: train on windows of W steps (W (N + 1) positions) and read every "
+                        "sequence W steps at a time (default: the whole context)")
+    p.add_argument("--input-noise", type=float, default=0.0, metavar="SIGMA",
+                   help="regression models: Gaussian noise (AU) added to the input positions in training")
     p.add_argument("--out", required=True, metavar="RUN", help="run directory")
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--checkpoint-every", type=int, default=100, metavar="K")
@@ -48,7 +55,8 @@ def run(args) -> int:
                       checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
                       lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
-                      compile=args.compile, precision=args.precision,
+                      compile=args.compile, precision=args.precision, chunk_steps=args.chunk_steps,
+                      input_noise=args.input_noise,
                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
     try:
         summary = train(cfg, resume=args.resume, progress=not args.quiet)
