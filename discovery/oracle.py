@@ -5,6 +5,11 @@
   position and velocity, AU and AU/yr, planet and star masses, M_sun), features standardised on the
   labels, k = 2, fitted on exactly the probe's labelled steps; predicts |F| or (F_x, F_y) in
   M_sun AU/yr^2.
+- ``knn-window`` and ``mlp-window``: the fair oracles of a chunked model (science.md section 8): k-NN
+  (k = ``neighbors``) or an MLP (two hidden layers of 64, scikit-learn, early stopping; |F| learned as
+  ln|F|) on exactly the raw positions a model trained on chunks of W = ``window_steps`` steps reads at the
+  row: the W (N + 1) body positions (AU) ending at the planet's token (the first positions of a sequence
+  repeat its first position), standardised on the labels. They say what those positions can tell.
 - ``true-law``: Newton's law itself, F = G m1 m2 / r^2 along the planet-star line, G = 4 pi^2
   AU^3 M_sun^-1 yr^-2. Exact on two-body data (R^2 = 1 up to rounding); on nbody data it misses the
   planets' mutual pulls.
@@ -23,7 +28,7 @@ import numpy as np
 import orbits
 from discovery import probe_data
 
-ORACLES = ("knn", "true-law")
+ORACLES = ("knn", "true-law", "knn-window", "mlp-window")
 
 
 @dataclass
@@ -39,6 +44,7 @@ class OracleConfig:
     labels_per_heldout: int = 2
     labels_per_sequence: int | None = None
     neighbors: int = 2
+    window_steps: int = 3
     seed: int = 0
     near_train: int = 5000
     protocol: str = "orbitlaw"
@@ -47,11 +53,13 @@ class OracleConfig:
         if self.protocol not in probe_data.LAYOUTS:
             raise ValueError(f"unknown protocol {self.protocol!r}; choose orbitlaw or reference")
         if self.oracle not in ORACLES:
-            raise ValueError(f"unknown oracle {self.oracle!r}; choose knn or true-law")
+            raise ValueError(f"unknown oracle {self.oracle!r}; choose one of {', '.join(ORACLES)}")
         if self.target not in probe_data.TARGETS:
             raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
         if self.context is not None and self.context < 2:
             raise ValueError(f"--context must be >= 2, got {self.context}")
+        if self.window_steps < 1:
+            raise ValueError(f"--window-steps must be >= 1, got {self.window_steps}")
         if self.neighbors < 1:
             raise ValueError(f"--neighbors must be >= 1, got {self.neighbors}")
         if self.near_train < 0:
@@ -88,6 +96,39 @@ def knn(rows: dict, target: str, neighbors: int = 2) -> np.ndarray:
     return model.predict(scaler.transform(X))
 
 
+def window_features(split, rows: dict, window_steps: int) -> np.ndarray:
+    """(rows, 2 W (N + 1)) the raw positions (AU) a model trained on W-step chunks reads at each row: the
+    W (N + 1) continuous positions ending at the row's planet token (continuous index token - 1), earlier
+    than the sequence start filled with its first position. One planet count per split."""
+    counts = np.unique(np.asarray(split.n_planets)[np.unique(rows["sequence"])])
+    if len(counts) != 1:
+        raise ValueError("window oracles need one planet count per dataset")
+    L = window_steps * (int(counts[0]) + 1)
+    seqs, inverse = np.unique(rows["sequence"], return_inverse=True)
+    cont = split.continuous(seqs)  # (S, T, 2)
+    idx = np.maximum(rows["token"][:, None] - 1 - np.arange(L - 1, -1, -1)[None, :], 0)  # (rows, L)
+    return cont[inverse[:, None], idx].reshape(len(idx), 2 * L)
+
+
+def fit_predict_window(X: np.ndarray, rows: dict, target: str, oracle: str, neighbors: int, seed: int
+                       ) -> np.ndarray:
+    """Fit k-NN or an MLP on the labelled rows of features X; predict every row (|F| or F, M_sun AU/yr^2)."""
+    from sklearn.neighbors import KNeighborsRegressor
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.preprocessing import StandardScaler
+
+    lab = rows["labelled"]
+    scaler = StandardScaler().fit(X[lab])
+    y = probe_data.true_forces(rows, target)[lab]
+    if oracle == "knn-window":
+        model = KNeighborsRegressor(n_neighbors=min(neighbors, int(lab.sum()))).fit(scaler.transform(X[lab]), y)
+        return model.predict(scaler.transform(X))
+    z = np.log(y) if target == "force-magnitude" else y / np.sqrt(np.mean(y**2))
+    mlp = MLPRegressor(hidden_layer_sizes=(64, 64), early_stopping=True, max_iter=300, random_state=seed)
+    pred = mlp.fit(scaler.transform(X[lab]), z).predict(scaler.transform(X))
+    return np.exp(pred) if target == "force-magnitude" else pred * np.sqrt(np.mean(y**2))
+
+
 def run_oracle(cfg: OracleConfig) -> dict:
     """Fit/evaluate an oracle and write OUT/predictions.csv and OUT/metrics.json; returns the metrics."""
     cfg.validate()
@@ -100,6 +141,12 @@ def run_oracle(cfg: OracleConfig) -> dict:
     rows = probe_data.build_rows(split, plan, context, cfg.protocol)  # the protocol's held-out label draw
     settings.update(plan=asdict(plan), context=context)
     probe_data.check_out(Path(cfg.out), settings)
-    pred = true_law(rows, cfg.target) if cfg.oracle == "true-law" else knn(rows, cfg.target, cfg.neighbors)
+    if cfg.oracle == "true-law":
+        pred = true_law(rows, cfg.target)
+    elif cfg.oracle == "knn":
+        pred = knn(rows, cfg.target, cfg.neighbors)
+    else:
+        pred = fit_predict_window(window_features(split, rows, cfg.window_steps), rows, cfg.target, cfg.oracle,
+                                  cfg.neighbors, cfg.seed)
     return probe_data.write_result(Path(cfg.out), split, rows, pred, cfg.target, cfg.oracle, settings,
                                    near_k=cfg.near_train)

@@ -21,7 +21,9 @@ def add_parser(sub) -> None:
     p.add_argument("--target", choices=("force-magnitude", "force-vector"), default="force-magnitude")
     p.add_argument("--out", required=True, metavar="PROBE", help="output directory")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--oracle", choices=("knn", "true-law"), help="a baseline instead of a run")
+    mode.add_argument("--oracle", choices=("knn", "true-law", "knn-window", "mlp-window"),
+                      help="a baseline instead of a run: knn on the true state (the reference's), Newton's "
+                           "law, or k-NN / an MLP on the raw positions a W-step chunked model reads")
     mode.add_argument("--linear", action="store_true", help="linear probes of every layer of the frozen run")
     p.add_argument("--split", default="train", help="dataset split (default train)")
     p.add_argument("--steps", type=int, default=10000, help="fine-tuning steps (reference 10000)")
@@ -49,6 +51,8 @@ def add_parser(sub) -> None:
                    help="held-out steps marked near_train (nearest to training states; reference 5000)")
     p.add_argument("--context", type=int, default=None, help="oracles: tokens per sequence (default: all)")
     p.add_argument("--neighbors", type=int, default=2, help="kNN oracle: neighbours (reference 2)")
+    p.add_argument("--window-steps", type=int, default=3, metavar="W",
+                   help="knn-window / mlp-window: steps of raw positions the oracle reads (default 3)")
     p.add_argument("--sequences", type=int, default=2000,
                    help="linear probes: at most this many training and held-out sequences")
     p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")
@@ -73,7 +77,8 @@ def run(args) -> int:
             oracle=args.oracle, data=args.data, out=args.out, target=args.target, split=args.split,
             context=args.context, train_sequences=args.train_sequences, heldout_sequences=args.heldout_sequences,
             labels_per_heldout=args.labels_per_heldout, labels_per_sequence=args.labels_per_sequence,
-            neighbors=args.neighbors, seed=args.seed, near_train=args.near_train, protocol=args.protocol))
+            neighbors=args.neighbors, window_steps=args.window_steps, seed=args.seed, near_train=args.near_train,
+            protocol=args.protocol))
         return _report(result)
     if not args.run:
         raise ValueError("--run RUN is required (or choose --oracle knn|true-law)")

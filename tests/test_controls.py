@@ -1,0 +1,141 @@
+"""The positive control's pieces: the binary preset, chunked regression models, their training, resume,
+probes and the window oracles (science.md section 8)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import orbits
+from discovery import probe_data
+from discovery.oracle import OracleConfig, run_oracle, window_features
+from models.checkpoint import latest, load
+from models.presets import build_model
+from models.train import TrainConfig, read_metrics, train
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("binary")
+    pre = orbits.simulate("binary", {"train": 48, "val": 4}, 0, root / "pre", progress=False,
+                          overrides={"seq_len": 41, "steps": 20})
+    probe = orbits.simulate("binary", {"train": 24}, 1, root / "probe", progress=False,
+                            overrides={"seq_len": 41, "steps": 20})
+    return pre, probe
+
+
+def _config(data, out, **kw):
+    base = dict(data=str(data), out=str(out), preset="control", chunk_steps=3, input_noise=0.01, max_steps=6,
+                checkpoint_every=3, eval_every=3, log_every=1, batch_size=8, lr=1e-3, seed=3)
+    return TrainConfig(**{**base, **kw})
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_binary_preset_draws_both_masses_and_resolves_the_orbit(tmp_path):
+    split = orbits.load_dataset(orbits.simulate("binary", {"train": 300}, 4, tmp_path / "d", progress=False))["train"]
+    m = np.asarray(split.masses)
+    assert np.all((m >= 0.2) & (m <= 1.0)) and np.all(m[:, 0] <= m[:, 1])  # planet = the lighter body
+    assert np.unique(np.log10(m[:, 0]).round(1)).size > 5  # both masses vary per system
+    assert np.all(np.asarray(split.dt) == orbits.tokenizer.TIME_STEPS[1])
+    pos = np.asarray(split.positions)
+    rel = pos[:, :, 0] - pos[:, :, 1]
+    angle = np.abs(np.diff(np.unwrap(np.arctan2(rel[..., 1], rel[..., 0]), axis=1), axis=1))
+    assert 0.05 < angle.min() and angle.max() < 1.3  # rad per step: curvature resolved, never aliased
+    # Newton's law: the stored force on the planet is G m1 m2 / r^2
+    r = np.hypot(rel[..., 0], rel[..., 1])
+    f = np.hypot(*np.moveaxis(np.asarray(split.forces)[:, :, 0], -1, 0))
+    assert np.allclose(f, orbits.G * m[:, :1] * m[:, 1:] / r**2, rtol=1e-12)
+
+
+def test_bad_binary_parameters_are_refused():
+    with pytest.raises(ValueError, match="time_step_index"):
+        orbits.preset_params("binary", {"time_step_index": 5})
+    with pytest.raises(ValueError, match="mass_loguniform"):
+        orbits.preset_params("binary", {"mass_loguniform": [1.0, 0.1]})
+
+
+def test_a_chunked_model_reads_each_position_through_its_own_window():
+    torch.manual_seed(0)
+    model = build_model("control", chunk=6, block_size=6)
+    x = torch.randn(2, 15, 2)
+    full = model.hidden_states(x)
+    for e in (0, 4, 5, 9, 14):
+        window = x[:, max(0, e - 5):e + 1]
+        ref = model.hidden_states(window)
+        for layer in range(len(full)):
+            torch.testing.assert_close(full[layer][:, e], ref[layer][:, -1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="chunk"):
+        build_model("control", chunk=7, block_size=6)
+
+
+def test_chunked_training_resumes_exactly(data, tmp_path):
+    pre, _ = data
+    ref = train(_config(pre, tmp_path / "ref"), progress=False)
+    cfg = json.loads((tmp_path / "ref" / "config.json").read_text())
+    assert cfg["model"]["chunk"] == 6 and cfg["model"]["block_size"] == 6 and cfg["context"] == 39
+    assert cfg["train"]["input_noise"] == 0.01
+    train(_config(pre, tmp_path / "run", max_steps=3), progress=False)
+    train(_config(pre, tmp_path / "run"), resume=True, progress=False)
+    assert ref["step"] == 6
+    steps = lambda run: [(r["step"], r["train_loss"], r.get("val_loss")) for r in read_metrics(run)]  # noqa: E731
+    assert steps(tmp_path / "run") == steps(tmp_path / "ref")
+    a, _ = load(latest(tmp_path / "ref"))
+    b, _ = load(latest(tmp_path / "run"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="input_noise"):  # a different noise would change the trajectory
+        train(_config(pre, tmp_path / "run", input_noise=0.02, max_steps=9), resume=True, progress=False)
+
+
+def test_chunk_flags_on_a_token_model_are_one_line_errors(data, tmp_path):
+    pre, _ = data
+    out = _cli("train", "--data", str(pre), "--preset", "tiny", "--chunk-steps", "3", "--out", str(tmp_path / "r"),
+               "--max-steps", "1", "--quiet")
+    assert out.returncode != 0 and "regression model" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+    out = _cli("train", "--data", str(pre), "--preset", "control", "--input-noise", "nan", "--out",
+               str(tmp_path / "r"), "--max-steps", "1", "--quiet")
+    assert out.returncode != 0 and "input-noise" in out.stderr
+
+
+def test_probes_and_discover_accept_a_chunked_regression_run(data, tmp_path):
+    pre, probe = data
+    train(_config(pre, tmp_path / "run", max_steps=3), progress=False)
+    plan = ("--train-sequences", "12", "--heldout-sequences", "12")
+    out = _cli("probe", "--run", str(tmp_path / "run"), "--data", str(probe), "--out", str(tmp_path / "p"),
+               "--steps", "4", "--batch", "4", *plan, "--quiet")
+    assert out.returncode == 0, out.stderr
+    metrics = json.loads((tmp_path / "p" / "metrics.json").read_text())
+    assert metrics["counts"]["heldout_unlabelled"] == 12 * 20 - 24  # every planet step of 20, 2 labels each
+    assert np.isfinite(metrics["metrics"]["heldout_unlabelled"]["r2_log"])
+    out = _cli("probe", "--linear", "--run", str(tmp_path / "run"), "--data", str(probe), "--out",
+               str(tmp_path / "lin"), *plan, "--quiet")
+    assert out.returncode == 0, out.stderr
+    linear = json.loads((tmp_path / "lin" / "linear_probes.json").read_text())
+    assert linear["best"]["x"]["r2"] > 0.999  # the embedding of the planet's own position
+    out = _cli("discover", "--input", str(tmp_path / "p" / "predictions.csv"), "--target", "F_pred", "--seeds", "1",
+               "--budget", "2000", "--out", str(tmp_path / "LAW.json"))
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "LAW.json").read_text())["verdict"]
+
+
+def test_window_oracle_reads_exactly_the_positions_a_chunked_model_sees(data, tmp_path):
+    _, probe = data
+    split = orbits.load_dataset(probe)["train"]
+    rows = probe_data.planet_rows(split, np.arange(3), 41)
+    X = window_features(split, rows, 2)  # W = 2: star(t-2), planet(t-1), star(t-1), planet(t)
+    pos = np.asarray(split.positions)
+    i = np.flatnonzero((rows["sequence"] == 1) & (rows["step"] == 5))[0]
+    expect = np.concatenate([pos[1, 3, 1], pos[1, 4, 0], pos[1, 4, 1], pos[1, 5, 0]])
+    np.testing.assert_array_equal(X[i], expect)
+    first = np.flatnonzero((rows["sequence"] == 1) & (rows["step"] == 0))[0]
+    np.testing.assert_array_equal(X[first], np.tile(pos[1, 0, 0], 4))  # before the start: the first position
+    for oracle in ("knn-window", "mlp-window"):
+        result = run_oracle(OracleConfig(oracle=oracle, data=str(probe), out=str(tmp_path / oracle),
+                                         train_sequences=12, heldout_sequences=12, window_steps=3))
+        assert result["kind"] == oracle and np.isfinite(result["metrics"]["heldout_unlabelled"]["r2"])
