@@ -1,4 +1,4 @@
-"""The study's figures: loss curves, length extrapolation, attention maps and attention entropy.
+"""The study's figures: loss curves, length extrapolation, attention maps, attention entropy, controls.
 
 Each function draws with matplotlib's object API (Agg canvas, no pyplot state), writes one PNG
 atomically (a temporary file beside it, then ``os.replace``), creates the parent folder and returns the
@@ -172,3 +172,44 @@ def plot_attention(models: dict[str, GPT], tokens: np.ndarray, maps_out: Path, e
     ax_ent.grid(alpha=0.3)
     ax_ent.legend(fontsize=8)
     return _save(fig_maps, maps_out), _save(fig_ent, entropy_out)
+
+
+def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[str, Path]:
+    """Two figures of the controls (``orbitlaw.study.controls`` rows): held-out R² of ln|F| (fine-tuned
+    probe) and of ln|F| and the acceleration (best linear layer) per configuration; and predicted against
+    true |F| (M_sun AU/yr^2, log-log) for the first positive control and the W = 1 control."""
+    import pandas as pd
+
+    if not controls:
+        raise ValueError("no controls to draw")
+    names = [c["name"] for c in controls]
+    fig = Figure(figsize=(max(6.0, 0.8 * len(names)), 4))
+    ax = fig.subplots()
+    x = np.arange(len(names))
+    series = [("probe_r2_log", "fine-tuned probe, ln|F|"), ("linear_probe_r2_log", "linear, ln|F|"),
+              ("linear_probe_r2_accel", "linear, acceleration")]
+    for i, (key, label) in enumerate(series):
+        values = [c.get(key) if c.get(key) is not None else np.nan for c in controls]
+        ax.bar(x + (i - 1) * 0.27, np.clip(values, -0.2, 1.0), width=0.27, label=label)
+    ax.set_xticks(x, names, rotation=30, ha="right")
+    ax.set_ylabel("held-out R² (clipped at -0.2)")
+    ax.set_ylim(-0.2, 1.05)
+    ax.axhline(0, color="k", lw=0.5)
+    ax.legend(fontsize=8)
+    made = {"controls_r2": _save(fig, r2_out)}
+    picks = [c for c in controls if "-s" in c["name"]][:1] + [c for c in controls if c["name"] == "W1"]
+    if picks:
+        fig = Figure(figsize=(4.2 * len(picks), 4))
+        axes = np.atleast_1d(fig.subplots(1, len(picks)))
+        for ax, c in zip(axes, picks, strict=True):
+            table = pd.read_csv(c["predictions"])
+            table = table[np.isfinite(table["F_pred"]) & (table["F_pred"] > 0)]
+            ax.loglog(table["F_true"], table["F_pred"], ".", ms=1, alpha=0.3)
+            lo, hi = table["F_true"].min(), table["F_true"].max()
+            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+            ax.set_xlabel("true |F| (M☉ AU/yr²)")
+            ax.set_ylabel("predicted |F|")
+            law = c.get("law") or {}
+            ax.set_title(f"{c['name']}: {law.get('verdict', '—')}", fontsize=9)
+        made["controls_forces"] = _save(fig, forces_out)
+    return made

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from orbitlaw.study import stages
+from orbitlaw.study.controls import run_controls
 from orbitlaw.study.presets import study_config
 from orbits.provenance import code_version, write_json_atomic
 
@@ -28,6 +29,10 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         if not (Path(directory) / "results.json").is_file():
             raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
     study = stages.Study(out, progress)
+    if preset == "controls":
+        write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
+        return _finish(study, {"models": [], "controls": run_controls(study, config["controls"], workers, progress),
+                               "protocol": config["protocol"], "notes": config["notes"], "config": config})
     config["llm"] = {"reference": str(reference) if reference else None, "results": [str(p) for p in llm_results]}
     write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
 
@@ -91,17 +96,28 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
                       lambda: stages.llm(reference, [Path(p) for p in llm_results], study.path("llm"),
                                          config["discover"]))
 
+    controls = run_controls(study, config["controls"], workers, progress) if config.get("controls") else []
     results = {
         "models": models,
+        "controls": controls,
         "oracle": {"kind": "knn", "probe_r2": oracle["metrics"]["heldout_unlabelled"].get("r2"),
                    "probe_r2_log": oracle["metrics"]["heldout_unlabelled"].get("r2_log"), "law": oracle_law},
         "llm": llm["models"], "llm_control": llm["control"],
         "protocol": config["protocol"], "notes": config["notes"],
-        "config": config, "seeds": {k: v["seed"] for k, v in config.items() if isinstance(v, dict) and "seed" in v},
-        "code_version": code_version(),
+        "config": config,
     }
+    return _finish(study, results)
+
+
+def _finish(study, results: dict) -> dict:
+    """Add seeds and code version, write the report and its figures, then results.json."""
     from orbitlaw.study.report import write_report
 
+    config = results["config"]
+    seeds = {k: v["seed"] for k, v in config.items() if isinstance(v, dict) and "seed" in v}
+    if config.get("controls"):
+        seeds["controls"] = config["controls"]["seeds"]
+    results.update(seeds=seeds, code_version=code_version())
     results["figures"] = write_report(study, results)
     write_json_atomic(study.path("results.json"), results)
     return results

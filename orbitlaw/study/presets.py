@@ -11,6 +11,9 @@
   N orbitlaw run --preset gpu-109m ...`` on GPUs; not run on CPU.
 - ``gpu-109m-rope``: the same with rotary positions, the variant for length extrapolation (learned
   positions cannot be evaluated past their block).
+- ``controls``: the positive and negative controls alone (:mod:`orbitlaw.study.controls`), about 25
+  minutes on 2 CPU cores. Every other preset runs the same controls beside its models (``smoke`` at toy
+  size), so each report reads against them.
 
 At ``smoke`` and ``cpu`` scale the models are pretrained on the ``two-body`` preset (the same
 distribution as their probe set) instead of ``vafa2025``: a tiny model learns one distribution in
@@ -82,6 +85,37 @@ PRESETS: dict[str, dict] = {
 }
 
 
+def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: list[int], discover: dict,
+              token_steps: int) -> dict:
+    """The controls of :mod:`orbitlaw.study.controls` at a given size (``binary`` data)."""
+    half = probe // 2
+    return {
+        "data": {"pretrain": {"preset": "binary", "splits": {"train": pretrain, "val": 32}, "seed": 10},
+                 "probe": {"preset": "binary", "splits": {"train": probe}, "seed": 11}},
+        "window": 3, "seeds": seeds,
+        "train": {"preset": "control", "max_steps": steps, "batch_size": 256, "lr": 1e-3, "input_noise": 0.02,
+                  "schedule": "constant", "eval_every": steps, "checkpoint_every": max(1, steps // 4),
+                  "log_every": max(1, steps // 20), "eval_sequences": 32},
+        "full_train": {"batch_size": 32},
+        "token_train": {"preset": "tiny", "pos": "rope", "max_steps": token_steps, "batch_size": 16, "lr": 1e-3,
+                        "schedule": "cosine", "warmup_steps": max(1, token_steps // 10), "eval_every": token_steps,
+                        "checkpoint_every": max(1, token_steps // 4), "log_every": max(1, token_steps // 20),
+                        "eval_sequences": 16},
+        "probe": {"steps": probe_steps, "batch": 16, "lr": 1e-3, "checkpoint_every": max(1, probe_steps // 4),
+                  "train_sequences": half, "heldout_sequences": probe - half, "eval_train_sequences": 64,
+                  "near_train": 5000, "seed": 0},
+        "linear_probe": {"train_sequences": half, "heldout_sequences": probe - half, "sequences": half,
+                         "steps_per_sequence": 10},
+        "discover": discover,
+    }
+
+
+_SR = {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000}
+PRESETS["smoke"]["controls"] = _controls(64, 24, 20, 10, [0], dict(PRESETS["smoke"]["discover"]), 10)
+PRESETS["cpu"]["controls"] = _controls(2000, 600, 3000, 1000, [0, 1, 2], _SR, 300)
+PRESETS["gpu-109m"]["controls"] = _controls(2000, 600, 3000, 1000, [0, 1, 2], _SR, 300)
+PRESETS["controls"] = {"controls": _controls(2000, 600, 3000, 1000, [0, 1, 2], _SR, 300)}
+
 PRESETS["gpu-109m-rope"] = copy.deepcopy(PRESETS["gpu-109m"])
 PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
 PRESETS["gpu-109m"]["evaluate"]["lengths"] = [1]  # learned positions: no evaluation past the block
@@ -108,6 +142,18 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     config = copy.deepcopy(PRESETS[preset])
     config["preset"] = preset
     config["protocol"] = protocol
+    controls = config.get("controls")
+    if controls:
+        controls["probe"]["protocol"] = protocol
+        controls["discover"]["protocol"] = protocol
+        if seed:
+            for name in ("pretrain", "probe"):
+                controls["data"][name]["seed"] += seed
+            controls["probe"]["seed"] += seed
+            controls["seeds"] = [k + seed for k in controls["seeds"]]
+    if preset == "controls":  # the controls alone: no attention models, no LLM baselines
+        config["notes"] = []
+        return config
     config["probe"]["protocol"] = protocol
     config["solar_probe"]["protocol"] = protocol
     config["discover"]["protocol"] = protocol

@@ -40,9 +40,14 @@ def figures(study, results: dict) -> dict[str, str]:
 
     out = study.path("figures")
     out.mkdir(parents=True, exist_ok=True)
+    made = {}
+    if results.get("controls"):
+        made.update(fig.plot_controls(results["controls"], out / "controls_r2.png", out / "controls_forces.png"))
+    if not results["models"]:
+        return {k: _rel(study, Path(v)) for k, v in made.items()}
     attentions = [m["attention"] for m in results["models"]]
     runs = {a: study.path("runs", a) for a in attentions}
-    made = {"loss_curves": fig.plot_loss_curves(runs, out / "loss_curves.png")}
+    made["loss_curves"] = fig.plot_loss_curves(runs, out / "loss_curves.png")
     evals = {m["attention"]: json.loads((runs[m["attention"]] / "eval.json").read_text())
              for m in results["models"] if m["extrapolation"]}
     if evals:
@@ -141,6 +146,34 @@ def _protocol_paragraph(protocol: str, notes: list[str]) -> str:
     return text
 
 
+def controls_section(controls: list[dict]) -> list[str]:
+    """The report's controls table and what it says (orbitlaw.study.controls)."""
+    lines = ["## Controls: can the probe see Newton when it is there?", "",
+             "Regression GPTs on `binary` orbits (both masses drawn per system, so the force's variables show only "
+             "in the dynamics), read W steps at a time, through the same probe and symbolic regression; beside "
+             "them the oracles. W: steps the model (or oracle) reads; probe R²: the fine-tuned force probe on "
+             "held-out systems; linear R²: the best layer of the frozen model (held out by system).", "",
+             "| configuration | W | probe R² (\|F\|) | probe R² (ln\|F\|) | linear R² (\|F\|) | linear R² (ln\|F\|) | "
+             "linear R² (acceleration) | recovered law | verdict (seeds Newtonian) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in controls:
+        law, newton = _law_cell(c["law"])
+        name = f"*{c['name']}*" if c["kind"] == "oracle" else c["name"]
+        lines.append(f"| {name} | {c['window'] or 'all'} | {_num(c['probe_r2'])} | {_num(c['probe_r2_log'])} | "
+                     f"{_num(c['linear_probe_r2'])} | {_num(c['linear_probe_r2_log'])} | "
+                     f"{_num(c['linear_probe_r2_accel'])} | {law} | {newton} |")
+    positive = [c for c in controls if c["kind"] == "model" and c["name"].startswith("W") and "-s" in c["name"]]
+    negative = [c for c in controls if c["name"] == "W1" or c["name"].endswith("untrained")]
+    k = sum(c["newtonian"] for c in positive)
+    text = (f"The positive control came out Newtonian for {k}/{len(positive)} training seeds; the negative controls "
+            + ("(W = 1, untrained) did not." if not any(c["newtonian"] for c in negative) else
+               "(W = 1 or untrained) did too, so this probe can find the law where the model cannot hold it."))
+    if k == 0:
+        text += (" Until a positive control comes out Newtonian, a model's \"not Newtonian\" cannot be told from "
+                 "\"the probe cannot see it\".")
+    return lines + ["", text, ""]
+
+
 def write_report(study, results: dict) -> dict[str, str]:
     """Write STUDY/report.md (and its figures); returns the figure paths relative to STUDY."""
     made = figures(study, results)
@@ -149,8 +182,12 @@ def write_report(study, results: dict) -> dict[str, str]:
     lines = [f"# orbitlaw study: `{cfg['preset']}`, protocol `{protocol}`", "",
              f"Code version `{results['code_version']}`; seeds {results['seeds']}. Units: AU, yr, M☉; forces in "
              "M☉·AU/yr² (G = 4π² = 39.478).", "",
-             _protocol_paragraph(protocol, results.get("notes", cfg.get("notes", []))), "",
-             "## Models", "",
+             _protocol_paragraph(protocol, results.get("notes", cfg.get("notes", []))), ""]
+    if results.get("controls"):
+        lines += controls_section(results["controls"])
+    if not results["models"]:
+        return _write(study, lines, made)
+    lines += ["## Models", "",
              "| attention | val loss | loss @8x | loss @16x | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | "
              "recovered law | verdict (seeds Newtonian) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -183,7 +220,9 @@ def write_report(study, results: dict) -> dict[str, str]:
     lines += ["## Figures", ""]
     captions = {"loss_curves": "Pretraining loss", "extrapolation": "Loss at multiples of the training context",
                 "attention_maps": "Attention maps (head average, last layer)",
-                "attention_entropy": "Attention entropy vs position"}
+                "attention_entropy": "Attention entropy vs position",
+                "controls_r2": "Controls: held-out R² of each probe by configuration",
+                "controls_forces": "Controls: predicted vs true |F| on held-out systems"}
     for name, path in made.items():
         kind, _, who = name.rpartition("_")
         caption = captions.get(name) or {
@@ -191,6 +230,12 @@ def write_report(study, results: dict) -> dict[str, str]:
             "pareto": f"Symbolic regression, Pareto fronts per seed: {who}"}.get(kind, name)
         lines += [f"**{caption}**", "", f"![{name}]({path})", ""]
     lines += ["## What this does and does not show", "", discussion(results), ""]
+    return _write(study, lines, made)
+
+
+def _write(study, lines: list[str], made: dict) -> dict[str, str]:
+    if not any(line == "## Figures" for line in lines):
+        lines += ["## Figures", ""] + [f"![{name}]({path})\n" for name, path in made.items()]
     path = study.path("report.md")
     tmp = path.with_name(".report.md.tmp")
     tmp.write_text("\n".join(lines), encoding="utf-8")

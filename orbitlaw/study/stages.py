@@ -11,6 +11,7 @@ and discover all resume). Layout of ``STUDY``::
     linear/<attention>/               per-layer linear probes
     laws/<attention>/LAW.json         symbolic regression of each probe's predictions (+ LAW.pareto.png)
     oracle/knn/, laws/oracle-knn/     the k-nearest-neighbour oracle and its law
+    controls/                         the positive and negative controls (orbitlaw.study.controls)
     llm/                              scored LLM baselines (never a network call)
     figures/, report.md, results.json
 """
@@ -125,9 +126,9 @@ def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: b
 def oracle(data: Path, out: Path, spec: dict) -> dict:
     from discovery.oracle import OracleConfig, run_oracle
 
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
-    result = run_oracle(OracleConfig(oracle="knn", data=str(data), out=str(out), context=spec.get("context"),
-                                     **{k: spec[k] for k in keep if k in spec}))
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps")
+    result = run_oracle(OracleConfig(oracle=spec.get("oracle", "knn"), data=str(data), out=str(out),
+                                     context=spec.get("context"), **{k: spec[k] for k in keep if k in spec}))
     return {"metrics": result["metrics"], "out": str(out)}
 
 

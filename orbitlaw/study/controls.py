@@ -1,0 +1,117 @@
+"""The study's controls (science.md section 8): can the probe say "Newton" when a model has the law inside,
+and "no" when it cannot?
+
+Every configuration goes through the same stages as the study's models (train, fine-tuned force probe,
+per-layer linear probes of the frozen model, symbolic regression of the probe's held-out predictions), on
+the same data: the ``binary`` preset, where both masses are drawn per system and show only in the dynamics
+(each body's curvature gives the other's mass), at a step that resolves the curvature.
+
+Configurations (``CONFIGURATIONS``):
+
+- ``W3-s<k>``, the positive control: the ``control`` regression GPT (2 layers, width 32, one head;
+  continuous positions in AU, MSE) trained on chunks of W = 3 steps (the fewest that show curvature) with
+  Gaussian noise on the input positions, one row per training seed k;
+- ``W1``: the same with W = 1 (one position of each body: no curvature, so no mass);
+- ``W3-untrained``: the W = 3 shape at its random initialisation (one step at learning rate 0);
+- ``full``: the same model trained on whole sequences (no chunks);
+- ``tokens``: the toolkit's tokenised GPT (``tiny``) trained on the same data;
+- ``knn-state``: k-NN on the true state (the reference's oracle); ``knn-W3`` and ``mlp-W3``: k-NN and an MLP
+  on exactly the raw positions the W = 3 model reads (the fair oracles).
+
+Each row: ``name``, ``window`` (steps; None for whole sequences), ``kind`` (model or oracle), ``probe_r2``
+and ``probe_r2_log`` (held-out |F| and ln|F|), ``linear_probe_r2`` (best layer, |F|) and
+``linear_probe_r2_log`` (ln|F|) with ``linear_probe_r2_accel`` (the planet's acceleration, mean of x and y),
+and ``law`` (the verdict fields of its LAW.json).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orbitlaw.study import stages
+
+ORACLES = {"knn-state": ("knn", None), "knn-W3": ("knn-window", 3), "mlp-W3": ("mlp-window", 3)}
+
+
+def configurations(spec: dict) -> list[dict]:
+    """The model configurations of a controls spec: name, window (steps), training settings."""
+    train = spec["train"]
+    w = spec["window"]
+    rows = [{"name": f"W{w}-s{k}", "window": w, "train": {**train, "chunk_steps": w, "seed": k}}
+            for k in spec["seeds"]]
+    rows.append({"name": "W1", "window": 1, "train": {**train, "chunk_steps": 1, "seed": spec["seeds"][0]}})
+    rows.append({"name": f"W{w}-untrained", "window": w,
+                 "train": {**train, "chunk_steps": w, "seed": spec["seeds"][0], "max_steps": 1, "lr": 0.0,
+                           "input_noise": 0.0, "checkpoint_every": 1, "eval_every": 1, "log_every": 1}})
+    rows.append({"name": "full", "window": None,
+                 "train": {**train, **spec.get("full_train", {}), "chunk_steps": None, "seed": spec["seeds"][0]}})
+    if spec.get("token_train"):
+        rows.append({"name": "tokens", "window": None, "train": {**spec["token_train"], "seed": spec["seeds"][0]}})
+    return rows
+
+
+def run_controls(study, spec: dict, workers: int, progress: bool) -> list[dict]:
+    """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows."""
+    data = {}
+    for name in ("pretrain", "probe"):
+        dspec = spec["data"][name]
+        path = study.path("controls", "data", name)
+        study.stage(f"controls:data:{name}", dspec, [path],
+                    lambda s=dspec, p=path: stages.simulate(s, p, workers, progress))
+        data[name] = path
+    probe_spec, linear_spec = spec["probe"], spec["linear_probe"]
+    rows = []
+    for conf in configurations(spec):
+        name = conf["name"]
+        run = study.path("controls", "runs", name)
+        train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
+        study.stage(f"controls:train:{name}", train_spec, [run],
+                    lambda c=conf, r=run: stages.train(data["pretrain"], r, "softmax", c["train"], progress))
+        pdir = study.path("controls", "probes", name)
+        pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec}
+        probed = study.stage(f"controls:probe:{name}", pkey, [pdir],
+                             lambda r=run, p=pdir: stages.probe(r, data["probe"], p, probe_spec, "force-magnitude",
+                                                                progress))
+        ldir = study.path("controls", "linear", name)
+        linear = study.stage(f"controls:linear:{name}", {"train": train_spec, "data": spec["data"]["probe"],
+                                                         **linear_spec}, [ldir],
+                             lambda r=run, p=ldir: stages.linear(r, data["probe"], p, linear_spec))
+        law = _law(study, name, pkey, pdir, spec, workers, progress)
+        held = probed["metrics"]["heldout_unlabelled"]
+        best = linear["best"]
+        rows.append({"name": name, "kind": "model", "window": conf["window"], "run": str(run),
+                     "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"),
+                     "linear_probe_r2": best["force_magnitude"]["r2"],
+                     "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
+                     "linear_probe_r2_accel": _mean(best.get("accel_x"), best.get("accel_y")),
+                     "predictions": str(pdir / "predictions.csv"), "law": law})
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
+    for name, (oracle, window) in ORACLES.items():
+        odir = study.path("controls", "oracles", name)
+        ospec = {"oracle": oracle, "window_steps": window or 3, **{k: probe_spec[k] for k in keep if k in probe_spec}}
+        okey = {"data": spec["data"]["probe"], **ospec}
+        result = study.stage(f"controls:oracle:{name}", okey, [odir],
+                             lambda o=odir, s=ospec: stages.oracle(data["probe"], o, s))
+        held = result["metrics"]["heldout_unlabelled"]
+        rows.append({"name": name, "kind": "oracle", "window": window, "probe_r2": held.get("r2"),
+                     "probe_r2_log": held.get("r2_log"), "linear_probe_r2": None, "linear_probe_r2_log": None,
+                     "linear_probe_r2_accel": None, "predictions": str(odir / "predictions.csv"),
+                     "law": _law(study, name, okey, odir, spec, workers, progress)})
+    for row in rows:
+        law = row["law"] or {}
+        row["newtonian"] = bool(law.get("newtonian"))
+        row["verdict"] = law.get("verdict")
+        row["newtonian_seeds"] = law.get("newtonian_seeds")
+    return rows
+
+
+def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool) -> dict:
+    law_file = study.path("controls", "laws", name, "LAW.json")
+    return study.stage(f"controls:law:{name}", {"probe": probe_key, **spec["discover"]}, [law_file.parent],
+                       lambda: stages.law(probe_dir / "predictions.csv", law_file, spec["discover"], workers,
+                                          progress))
+
+
+def _mean(*best) -> float | None:
+    values = [b["r2"] for b in best if b]
+    return sum(values) / len(values) if values else None
