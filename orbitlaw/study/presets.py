@@ -93,8 +93,9 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
         "data": {"pretrain": {"preset": "binary", "splits": {"train": pretrain, "val": 32}, "seed": 10},
                  "probe": {"preset": "binary", "splits": {"train": probe}, "seed": 11}},
         "window": 3, "seeds": seeds,
-        "train": {"preset": "control", "max_steps": steps, "batch_size": 256, "lr": 1e-3, "input_noise": 0.02,
-                  "schedule": "constant", "eval_every": steps, "checkpoint_every": max(1, steps // 4),
+        "train": {"preset": "control", "max_steps": steps, "batch_size": 256, "lr": 3e-3, "input_noise": 0.02,
+                  "schedule": "cosine", "warmup_steps": max(1, steps // 80), "eval_every": steps,
+                  "checkpoint_every": max(1, steps // 4),
                   "log_every": max(1, steps // 20), "eval_sequences": 32},
         "full_train": {"batch_size": 32},
         "token_train": {"preset": "tiny", "pos": "rope", "max_steps": token_steps, "batch_size": 16, "lr": 1e-3,
@@ -104,7 +105,7 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
         "probe": {"steps": probe_steps, "batch": 16, "lr": 1e-3, "checkpoint_every": max(1, probe_steps // 4),
                   "train_sequences": half, "heldout_sequences": probe - half, "eval_train_sequences": 64,
                   "near_train": 5000, "seed": 0},
-        "linear_probe": {"train_sequences": half, "heldout_sequences": probe - half, "sequences": half,
+        "linear_probe": {"train_sequences": half, "heldout_sequences": probe - half, "sequences": min(half, 1000),
                          "steps_per_sequence": 10},
         "discover": discover,
     }
@@ -112,9 +113,9 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
 
 _SR = {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000}
 PRESETS["smoke"]["controls"] = _controls(64, 24, 20, 10, [0], dict(PRESETS["smoke"]["discover"]), 10)
-PRESETS["cpu"]["controls"] = _controls(2000, 600, 3000, 1000, [0, 1, 2], _SR, 300)
-PRESETS["gpu-109m"]["controls"] = _controls(2000, 600, 3000, 1000, [0, 1, 2], _SR, 300)
-PRESETS["controls"] = {"controls": _controls(2000, 600, 3000, 1000, [0, 1, 2], _SR, 300)}
+PRESETS["cpu"]["controls"] = _controls(2000, 2000, 8000, 1000, [0, 1, 2], _SR, 300)
+PRESETS["gpu-109m"]["controls"] = _controls(2000, 2000, 8000, 1000, [0, 1, 2], _SR, 300)
+PRESETS["controls"] = {"controls": _controls(2000, 2000, 8000, 1000, [0, 1, 2], _SR, 300)}
 
 PRESETS["gpu-109m-rope"] = copy.deepcopy(PRESETS["gpu-109m"])
 PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
