@@ -173,15 +173,22 @@ def token_offset(config: GPTConfig) -> int:
 
 def regression_batch(split, idx: np.ndarray, length: int, chunk: int | None, noise: float, key: tuple,
                      device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs and next-position targets (B, T, 2) float32 (AU) for a regression model. Unchunked: the first
-    ``length`` positions. Chunked: one window of ``chunk`` positions per sequence at a uniformly drawn
-    offset. Gaussian noise of standard deviation ``noise`` (AU) is added to the inputs (never the targets).
-    Offsets and noise come from a PCG64 stream keyed by ``key`` (seed, step, rank), so batches are a pure
-    function of it; NaN pads read as 0 and stay NaN (ignored) in the targets."""
+    """Inputs and next-position targets (B, T, 2) float32 (AU) for a regression model.
+
+    Unchunked: the first ``length`` positions. Chunked: one window of ``chunk`` positions per sequence,
+    ending at a uniformly drawn planet position (never before the sequence start): a window always ends the
+    way the probes read it (a planet's position; ``models.gpt`` reads each position through the window
+    that ends there), so the model knows which body each position holds. Gaussian noise of standard
+    deviation ``noise`` (AU) is added to the inputs, never the targets. Windows and noise come from a PCG64
+    stream keyed by ``key`` (seed, step, rank, micro-batch): batches are a pure function of it. NaN pads
+    read as 0 and stay NaN (ignored) in the targets."""
     seqs = np.asarray(split.continuous(np.asarray(idx)), dtype=np.float32)
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([*key, 0xC4A2])))
     if chunk is not None:
-        start = rng.integers(0, seqs.shape[1] - chunk, size=len(seqs))
+        bodies = int(np.asarray(split.n_planets)[idx[0]]) + 1
+        ends = np.arange(chunk - 1, seqs.shape[1] - 1)
+        ends = ends[ends % bodies != bodies - 1]  # planet positions (the star is last of each step)
+        start = ends[rng.integers(0, len(ends), size=len(seqs))] - chunk + 1
         seqs = seqs[np.arange(len(seqs))[:, None], start[:, None] + np.arange(chunk + 1)]
         length = chunk
     x, y = seqs[:, :length], seqs[:, 1:length + 1]
@@ -289,14 +296,14 @@ def plot_losses(run: Path) -> Path:
 
 @torch.no_grad()
 def evaluate_loss(model: GPT, split, n_seq: int, batch: int, context: int, device, amp) -> float:
-    """Mean next-token loss over the first ``n_seq`` sequences of a split (a chunked model reads every
-    window of each sequence)."""
+    """Mean next-token loss over the first ``n_seq`` sequences of a split (a chunked model: over one
+    fixed window per sequence, drawn as in training, without noise)."""
     model.eval()
     total, count = 0.0, 0
     for start in range(0, min(n_seq, len(split)), batch):
         idx = np.arange(start, min(start + batch, n_seq, len(split)))
-        if model.config.regression:
-            x, y = regression_batch(split, idx, context, None, 0.0, (0,), device)
+        if model.config.regression:  # a chunked model: its training objective on fixed windows
+            x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device)
         else:
             x, y = make_batch(split.tokens, idx, context, device)
         with amp:

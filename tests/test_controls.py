@@ -139,3 +139,36 @@ def test_window_oracle_reads_exactly_the_positions_a_chunked_model_sees(data, tm
         result = run_oracle(OracleConfig(oracle=oracle, data=str(probe), out=str(tmp_path / oracle),
                                          train_sequences=12, heldout_sequences=12, window_steps=3))
         assert result["kind"] == oracle and np.isfinite(result["metrics"]["heldout_unlabelled"]["r2"])
+
+
+def test_training_windows_end_at_a_planet_position(data):
+    from models.train import regression_batch
+
+    pre, _ = data
+    split = orbits.load_dataset(pre)["train"]
+    idx = np.arange(8)
+    x, y = regression_batch(split, idx, 39, 6, 0.0, (1, 2), "cpu")
+    cont = split.continuous(idx).astype(np.float32)
+    for b in range(len(idx)):
+        hits = [s for s in range(cont.shape[1] - 6) if np.array_equal(cont[b, s:s + 6], x[b].numpy())]
+        assert len(hits) == 1 and (hits[0] + 5) % 2 == 0  # the last input is a planet (even position)
+        np.testing.assert_array_equal(y[b].numpy(), cont[b, hits[0] + 1:hits[0] + 7])
+    x2, _ = regression_batch(split, idx, 39, 6, 0.0, (1, 2), "cpu")
+    assert torch.equal(x, x2)  # a pure function of the key
+    noisy, _ = regression_batch(split, idx, 39, 6, 0.05, (1, 2), "cpu")
+    assert 0.03 < float((noisy - x).std()) < 0.07  # noise on the inputs only, sigma in AU
+
+
+def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
+    from orbitlaw.cli import main
+    from orbitlaw.study import presets
+
+    monkeypatch.setitem(presets.PRESETS, "controls", {"controls": presets.PRESETS["smoke"]["controls"]})
+    out = tmp_path / "study"
+    assert main(["run", "--preset", "controls", "--out", str(out), "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["models"] == [] and len(results["controls"]) == 8
+    assert results["seeds"]["controls"] == [0] and results["code_version"]
+    report = (out / "report.md").read_text()
+    assert "## Controls" in report and "## Models" not in report
+    assert (out / results["figures"]["controls_forces"]).stat().st_size > 5_000

@@ -40,7 +40,17 @@ def test_smoke_study_writes_results_and_report(study):
         assert (out / path).stat().st_size > 5_000, name
         assert f"]({path})" in report
     assert {"loss_curves", "extrapolation", "attention_maps", "attention_entropy", "force_arrows_softmax",
-            "pareto_lssar"} <= set(results["figures"])
+            "pareto_lssar", "controls_r2", "controls_forces"} <= set(results["figures"])
+    # every preset runs the controls beside its models (orbitlaw.study.controls), at toy size here
+    names = [c["name"] for c in results["controls"]]
+    assert names == ["W3-s0", "W1", "W3-untrained", "full", "tokens", "knn-state", "knn-W3", "mlp-W3"]
+    for c in results["controls"]:
+        assert {"name", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "law", "newtonian", "verdict",
+                "newtonian_seeds"} <= set(c)
+        assert c["verdict"] in ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law",
+                                "inconclusive") and "expression" in c["law"]
+    assert results["controls"][0]["window"] == 3 and results["controls"][1]["window"] == 1
+    assert "## Controls: can the probe see Newton when it is there?" in report and "| W3-untrained | 3 |" in report
 
 
 def test_rerun_is_served_from_the_stage_cache(study, capsys):
@@ -52,6 +62,7 @@ def test_rerun_is_served_from_the_stage_cache(study, capsys):
     assert time.perf_counter() - start < seconds / 2
     after = json.loads((out / "results.json").read_text())
     assert after["models"] == before["models"] and after["oracle"] == before["oracle"]
+    assert after["controls"] == before["controls"]
 
 
 def test_stage_cache_is_keyed_by_config(tmp_path):

@@ -153,8 +153,8 @@ def controls_section(controls: list[dict]) -> list[str]:
              "in the dynamics), read W steps at a time, through the same probe and symbolic regression; beside "
              "them the oracles. W: steps the model (or oracle) reads; probe R²: the fine-tuned force probe on "
              "held-out systems; linear R²: the best layer of the frozen model (held out by system).", "",
-             "| configuration | W | probe R² (\|F\|) | probe R² (ln\|F\|) | linear R² (\|F\|) | linear R² (ln\|F\|) | "
-             "linear R² (acceleration) | recovered law | verdict (seeds Newtonian) |",
+             "| configuration | W | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | linear R² (\\|F\\|) | "
+             "linear R² (ln\\|F\\|) | linear R² (acceleration) | recovered law | verdict (seeds Newtonian) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for c in controls:
         law, newton = _law_cell(c["law"])
