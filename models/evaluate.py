@@ -89,6 +89,35 @@ def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
             "baselines": baselines, "sequences": count, "tokens": count * context}
 
 
+@torch.no_grad()
+def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, device) -> dict:
+    """A regression model's MSE (AU^2) and mean position error (AU) on a split, read as in training (a
+    chunked model: one fixed window per sequence, ending at a planet), beside the no-physics predictors on
+    the same targets (those whose body has two earlier positions in the input)."""
+    from models.train import regression_batch
+
+    bodies = int(np.asarray(split.n_planets)[0]) + 1
+    total, count = 0.0, 0
+    errs = {"model": [], "repeat_last": [], "constant_velocity": []}
+    for start in range(0, min(n_seq, len(split)), batch):
+        idx = np.arange(start, min(start + batch, n_seq, len(split)))
+        x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device)
+        out, loss = model(x, y)
+        total += float(loss) * len(idx)
+        count += len(idx)
+        x, y, out = x.cpu().numpy(), y.cpu().numpy(), out.float().cpu().numpy()
+        i = np.arange(2 * bodies - 1, y.shape[1])  # target i is input i + 1
+        if len(i):
+            prev, prev2 = x[:, i + 1 - bodies], x[:, i + 1 - 2 * bodies]
+            for name, guess in (("model", out[:, i]), ("repeat_last", prev), ("constant_velocity", 2 * prev - prev2)):
+                e = np.linalg.norm(guess - y[:, i], axis=-1)
+                errs[name].append(e[np.isfinite(e)])
+    n = sum(len(e) for e in errs["model"])
+    mean = {k: float(np.concatenate(v).mean()) if n else None for k, v in errs.items()}
+    return {"loss": total / max(count, 1), "position_error_au": mean["model"], "sequences": count,
+            "baselines": {"targets": n, **{k: {"position_error_au": mean[k]} for k in errs}}}
+
+
 def _baseline_guesses(true: np.ndarray, pred: np.ndarray, bodies: int, num_bins: int):
     """For one sequence's targets (T, 2) and argmax predictions (T, 2), with ``bodies`` tokens per time step:
     the targets whose body has two earlier positions, and the model's, repeat-last and constant-velocity
@@ -134,6 +163,8 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
     run = Path(run)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model, config = load_run(run, device)
+    if lengths and model.config.regression:
+        raise ValueError("length extrapolation is for token models; a regression model reads positions")
     if lengths and any(m > 1 for m in lengths) and model.config.pos != "rope":
         raise ValueError("length extrapolation needs rotary positions (train with --pos rope): learned "
                          f"positions stop at the block of {model.config.block_size} tokens")
@@ -145,8 +176,9 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
         raise ValueError(f"dataset {data} has no split {split!r}; it has {', '.join(dataset)}")
     check_vocab(model.config, dataset[split])
     context = int(config["context"])
+    metrics = regression_metrics if model.config.regression else next_token_metrics
     result = {"run": str(run), "data": str(data), "split": split,
-              **next_token_metrics(model, dataset[split], n_seq, 8, context, device)}
+              **metrics(model, dataset[split], n_seq, 8, context, device)}
     if lengths:
         result["extrapolation"] = {"context": context, "loss": extrapolation(
             model, run, dataset[split].manifest, lengths, extrapolation_sequences, context, device)}

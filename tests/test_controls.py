@@ -172,3 +172,17 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     report = (out / "report.md").read_text()
     assert "## Controls" in report and "## Models" not in report
     assert (out / results["figures"]["controls_forces"]).stat().st_size > 5_000
+
+
+def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(data, tmp_path):
+    pre, _ = data
+    train(_config(pre, tmp_path / "run", max_steps=3), progress=False)
+    out = _cli("evaluate", "--run", str(tmp_path / "run"), "--data", str(pre))
+    assert out.returncode == 0, out.stderr
+    result = json.loads((tmp_path / "run" / "eval.json").read_text())
+    base = result["baselines"]
+    assert base["targets"] == 4 * 3  # 4 val windows of 6 positions: targets 3-5 have two earlier positions
+    assert result["position_error_au"] == base["model"]["position_error_au"] > 0
+    assert base["constant_velocity"]["position_error_au"] < base["repeat_last"]["position_error_au"]
+    out = _cli("evaluate", "--run", str(tmp_path / "run"), "--data", str(pre), "--lengths", "1,2")
+    assert out.returncode != 0 and "regression model" in out.stderr

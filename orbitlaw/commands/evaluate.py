@@ -33,5 +33,5 @@ def run(args) -> int:
     lengths = _lengths(args.lengths) if args.lengths else None
     result = evaluate(args.run, args.data, lengths=lengths, split=args.split, n_seq=args.sequences,
                       extrapolation_sequences=args.extrapolation_sequences)
-    print(json.dumps({k: result[k] for k in ("loss", "accuracy", "position_error_au", "r2_positions")}))
+    print(json.dumps({k: result[k] for k in ("loss", "accuracy", "position_error_au", "r2_positions") if k in result}))
     return 0
