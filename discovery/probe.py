@@ -40,7 +40,6 @@ the same command resumes from ``PROBE/latest`` to the same result as an uninterr
 from __future__ import annotations
 
 import math
-import signal
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -53,7 +52,8 @@ from discovery.probe_data import nearest_to_training
 from models import checkpoint
 from models.evaluate import load_run
 from models.gpt import GPT
-from models.train import TrainingStopped, batch_indices, check_vocab, read_sequences, token_offset
+from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
+from models.train import batch_indices, check_vocab, read_sequences, token_offset
 
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
            "sequence_mse"]
@@ -216,13 +216,6 @@ class ForceProbe(nn.Module):
         return self.head(self.gpt.ln_f(self.gpt.hidden_states(tokens)[-1]))
 
 
-def _autocast(device):
-    """bf16 autocast on CUDA (as pretraining), plain fp32 on the CPU."""
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
-
-
 def masked_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean squared error over the finite entries of ``target`` (NaN marks an unlabelled position); pred
     and target (B, T, dim). Every labelled entry of the batch weighs the same (the orbitlaw loss)."""
@@ -242,10 +235,8 @@ def sequence_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def make_optimizer(model: nn.Module, cfg: ProbeConfig) -> torch.optim.AdamW:
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.settings()["lr"], betas=(0.9, 0.95))
+    """The pretraining optimiser's groups (``models.loop.adamw``) at the probe's learning rate."""
+    return adamw(model, cfg.settings()["lr"], cfg.weight_decay)
 
 
 def dense_targets(rows: dict, z: np.ndarray, sequences: np.ndarray, context: int, offset: int = 0) -> np.ndarray:
@@ -267,7 +258,7 @@ def predict(model: ForceProbe, split, sequences: np.ndarray, context: int, batch
     outs = []
     for i in range(0, len(sequences), batch):
         x = read_sequences(model.gpt.config, split, sequences[i:i + batch], context).to(device)
-        with _autocast(device):
+        with autocast(device):
             outs.append(model(x).float().cpu().numpy().astype(np.float64))
     model.train()
     return np.concatenate(outs) if outs else np.zeros((0, context, 1))
@@ -327,12 +318,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
         checkpoint.save(out, at, model, {"optimizer": optimizer.state_dict(), "step": at, "settings": settings,
                                          "scaling": scaling.to_dict(), "loss": loss_value})
 
-    stop = {"signal": None}
-
-    def on_signal(signum, frame):
-        stop["signal"] = signum
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    stop = StopOnSignal().install()
     from tqdm import tqdm
 
     bar = tqdm(total=cfg.steps, initial=step, unit="step", disable=not progress, desc=f"probe {cfg.target}")
@@ -344,7 +330,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             idx = batch_indices(cfg.seed, step, cfg.batch, len(labelled_seqs))
             x = read_sequences(gpt.config, split, labelled_seqs[idx], context)
             y = torch.from_numpy(targets[idx])
-            with _autocast(device):
+            with autocast(device):
                 out_batch = model(x.to(device))
             loss = loss_fn(out_batch, y.to(device))
             loss_value = loss.item()
@@ -362,16 +348,10 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                 save(step)
                 last_saved = step
-            if stop["signal"] is not None:
-                if last_saved != step:
-                    save(step)
-                name = signal.Signals(stop["signal"]).name
-                raise TrainingStopped(f"stopped by {name} at step {step}; checkpoint saved in {out}; run the same "
-                                      "command again to resume", 128 + stop["signal"])
+            stop.stop_here(step, last_saved == step, save, out, "run the same command again to resume")
     finally:
         bar.close()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stop.restore()
 
     # Predict on the held-out sequences and on a sample of training sequences (for the fit metrics).
     held_seqs = np.unique(rows["sequence"][rows["heldout"]])

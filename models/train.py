@@ -19,7 +19,6 @@ import json
 import math
 import os
 import random
-import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ import torch
 import orbits
 from models import checkpoint
 from models.gpt import GPT, GPTConfig
+from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
 from models.presets import model_config
 from orbits.provenance import code_version
 
@@ -41,14 +41,6 @@ _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "w
 PRECISIONS = ("bf16", "fp32")
 """Forward precision on CUDA: bf16 autocast (loss in fp32) or plain fp32 (the reference's). The CPU always
 runs fp32."""
-
-
-class TrainingStopped(Exception):
-    """Training ended early (signal or NaN); the message says why and where the last checkpoint is."""
-
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass
@@ -212,11 +204,8 @@ def check_vocab(model_cfg: GPTConfig, split) -> None:
 
 
 def make_optimizer(model: GPT, cfg: TrainConfig, device) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), fused=device.type == "cuda")
+    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT (``models.loop.adamw``)."""
+    return adamw(model, cfg.lr, cfg.weight_decay, cfg.betas, device)
 
 
 def learning_rate(cfg: TrainConfig, step: int) -> float:
@@ -314,12 +303,6 @@ def evaluate_loss(model: GPT, split, n_seq: int, batch: int, context: int, devic
     return total / max(count, 1)
 
 
-def _amp_context(device, precision: str = "bf16"):
-    if precision == "bf16" and device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
-
-
 def _chunk_tokens(cfg: TrainConfig, split) -> int | None:
     """Tokens per training chunk: W = ``chunk_steps`` steps of every body (W (N + 1) positions); None when
     unchunked. ValueError when the split mixes planet counts or its sequences are too short."""
@@ -414,14 +397,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         net = DistributedDataParallel(model, device_ids=[dist.local_rank] if device.type == "cuda" else None)
     if cfg.compile and device.type == "cuda":
         net = torch.compile(net)
-    amp = _amp_context(device, cfg.precision)
-
-    stop = {"signal": None}
-
-    def on_signal(signum, frame):
-        stop["signal"] = signum
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    amp = autocast(device, cfg.precision)
+    stop = StopOnSignal().install()
 
     def save(at_step: int):
         if dist.main:
@@ -496,23 +473,17 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             if dist.world > 1:  # every rank stops at the same step, whichever one got the signal
                 import torch.distributed as tdist
 
-                flag = torch.tensor([stop["signal"] or 0], device=device)
+                flag = torch.tensor([stop.signal or 0], device=device)
                 tdist.all_reduce(flag, op=tdist.ReduceOp.MAX)
-                stop["signal"] = int(flag) or None
-            if stop["signal"] is not None:
-                if last_saved != step:
-                    save(step)
-                name = signal.Signals(stop["signal"]).name
-                raise TrainingStopped(f"stopped by {name} at step {step}; checkpoint saved in {run}; "
-                                      "continue with --resume", 128 + stop["signal"])
+                stop.signal = int(flag) or None
+            stop.stop_here(step, last_saved == step, save, run, "continue with --resume")
         if dist.world > 1:  # let every rank finish its last collective before the group is torn down
             import torch.distributed as tdist
 
             tdist.barrier()
     finally:
         bar.close()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stop.restore()
         if dist.world > 1:
             import torch.distributed as tdist
 
