@@ -45,8 +45,8 @@ import numpy as np
 import sympy
 from tqdm import tqdm
 
+from discovery import expression_text, powerlaw
 from discovery import law as laws
-from discovery import powerlaw
 from discovery import verdict as verdicts
 from discovery.backends import SearchSettings, check_available, placeholders, prepare, search
 from orbits.provenance import code_version, write_json_atomic
@@ -331,8 +331,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                     saved = json.loads(f.read_text())
                 except (OSError, json.JSONDecodeError):
                     continue  # a torn file from before atomic writes, or a foreign one: recompute
-                if saved.get("digest") == digest:
-                    results[seed] = saved["result"]
+                if saved.get("digest") == digest and _parses(saved.get("result"), len(features)):
+                    results[seed] = saved["result"]  # else foreign or damaged: recomputed and overwritten
     todo = [s for s in range(seeds) if s not in results]
     tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric) for s in todo]
     bar = tqdm(total=seeds, initial=seeds - len(todo), desc=f"symbolic regression ({backend})", unit="seed",
@@ -360,6 +360,18 @@ def _data_hash(X: np.ndarray, y: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(X).tobytes() + np.ascontiguousarray(y).tobytes()).hexdigest()
 
 
+def _parses(result, n_features: int) -> bool:
+    """Whether a resumed seed result's expressions are all plain expressions over the placeholders (read by
+    :mod:`discovery.expression_text`, never evaluated)."""
+    symbols = {str(s): s for s in placeholders(n_features)}
+    try:
+        for text in [result["expression"], *(c["expression"] for c in result["pareto"])]:
+            expression_text.parse(text, symbols)
+    except (ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
 def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict,
                        groups: np.ndarray | None = None) -> dict:
     """The seeds vote on a form; the winner is refitted on all rows and graded (:mod:`discovery.verdict`)."""
@@ -367,7 +379,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     names = [str(s) for s in symbols]
     metric = config["metric"]
     locals_ = {n: s for n, s in zip(names, symbols, strict=True)}
-    exprs = [sympy.sympify(r["expression"], locals=locals_) for r in per_seed]
+    exprs = [expression_text.parse(r["expression"], locals_) for r in per_seed]
     forms = [laws.form(e, names) for e in exprs]
     # The seeds vote on the verdict's level of detail: a power law by its exponents, anything else as "not a
     # power law" (five seeds with five different non-power laws agree that it is not a power law).
@@ -393,7 +405,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         power = judged(e)
         rows.append({**r, "expression": _render(e, features), "power_law": power,
                      "newtonian": laws.is_newtonian(power), "verdict": verdicts.form_grade(power),
-                     "pareto": [{**c, "expression": _render(sympy.sympify(c["expression"], locals=locals_),
+                     "pareto": [{**c, "expression": _render(expression_text.parse(c["expression"], locals_),
                                                             features)} for c in r["pareto"]]})
     power = judged(final.expr)
     majority = votes[winner] > len(per_seed) / 2

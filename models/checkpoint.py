@@ -9,12 +9,19 @@ Layout inside a run directory::
 A checkpoint directory is written under a temporary name, fsynced and renamed; ``latest`` is then
 replaced atomically, and older checkpoints are removed. A kill at any moment leaves ``latest`` naming a
 complete checkpoint.
+
+Opening someone else's run is safe: weights load from safetensors only (:func:`load_weights`, all that
+``evaluate`` and the probes need); the trainer state loads with ``torch.load(weights_only=True)``, which
+rebuilds tensors and plain containers and refuses any other pickled object (RNG states are stored as
+tensors and numbers); ``latest`` must name a ``ckpt-<step>`` directory inside the run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import warnings
 from pathlib import Path
 
 import torch
@@ -64,7 +71,11 @@ def latest(run: Path) -> Path | None:
     pointer = Path(run) / "latest"
     if not pointer.exists():
         return None
-    path = Path(run) / pointer.read_text().strip()
+    name = pointer.read_text().strip()
+    if not re.fullmatch(r"ckpt-\d{8}", name):  # never an absolute path, '..' or another directory
+        raise ValueError(f"{pointer} names {name[:80]!r}, not a checkpoint of this run: the run directory is "
+                         "damaged or was tampered with")
+    path = Path(run) / name
     if not path.is_dir():
         raise ValueError(f"{pointer} names {path.name}, which is missing: the run directory is damaged")
     return path
@@ -73,21 +84,35 @@ def latest(run: Path) -> Path | None:
 def load(path: Path, model: torch.nn.Module | None = None) -> tuple[dict[str, torch.Tensor], dict]:
     """(weights, trainer state) of a checkpoint directory; loads the weights into ``model`` if given.
 
-    Raises ValueError naming the file when a checkpoint is truncated or corrupted.
+    Raises ValueError naming the file when a checkpoint is truncated, corrupted or holds anything but
+    tensors and plain containers (a pickle that would run code is refused, never run).
     """
+    weights = load_weights(path, model)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about legacy pickle formats before refusing them
+            state = torch.load(Path(path) / "trainer.pt", map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for a damaged or unsafe pickle/zip
+        if "Weights only load failed" in str(exc):
+            raise ValueError(f"checkpoint {path}/trainer.pt is not safe to load: it holds objects other than "
+                             "tensors and plain containers, which could run code (refused, nothing was run)") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"checkpoint {path}/trainer.pt is corrupted or truncated: {first[:200]}") from None
+    return weights, state
+
+
+def load_weights(path: Path, model: torch.nn.Module | None = None) -> dict[str, torch.Tensor]:
+    """The weights of a checkpoint directory (safetensors only; the trainer state is not read); loaded into
+    ``model`` if given. ValueError naming the file for a damaged file or weights that do not fit."""
     path = Path(path)
     try:
         weights = load_file(path / "model.safetensors")
     except (SafetensorError, OSError, RuntimeError) as exc:
         raise ValueError(f"checkpoint {path}/model.safetensors is corrupted or truncated: {exc}") from None
-    try:
-        state = torch.load(path / "trainer.pt", map_location="cpu", weights_only=False)
-    except Exception as exc:  # torch raises several types for a damaged pickle/zip
-        raise ValueError(f"checkpoint {path}/trainer.pt is corrupted or truncated: {exc}") from None
     if model is not None:
         try:
             model.load_state_dict(weights)
         except RuntimeError as exc:
             first = str(exc).splitlines()[0]
             raise ValueError(f"checkpoint {path} does not fit this model: {first}") from None
-    return weights, state
+    return weights

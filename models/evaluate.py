@@ -36,7 +36,7 @@ def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
     if ckpt is None:
         raise ValueError(f"{run} has no checkpoint")
     model = GPT(GPTConfig(**config["model"]))
-    checkpoint.load(ckpt, model)
+    checkpoint.load_weights(ckpt, model)  # never the trainer state: opening a run runs no pickle
     model.to(device).eval()
     return model, config
 

@@ -1,0 +1,107 @@
+"""Opening someone else's run or resume files runs nothing from them (issue: safe to open anyone's run)."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import orbits
+from discovery.expression_text import parse
+from discovery.symbolic import discover_law
+from models.train import TrainConfig, train
+
+
+class _Planted:
+    """A pickle that, if ever unpickled by a loader that runs code, creates ``path``."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("safety")
+    data = orbits.simulate("binary", {"train": 16, "val": 4}, 0, root / "data", progress=False,
+                           overrides={"seq_len": 21, "steps": 10})
+    train(TrainConfig(data=str(data), out=str(root / "run"), preset="control", chunk_steps=2, max_steps=2,
+                      checkpoint_every=2, eval_every=2, batch_size=4), progress=False)
+    return data, root / "run"
+
+
+def test_a_malicious_trainer_state_is_never_run(run, tmp_path):
+    data, good = run
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    marker = tmp_path / "pwned"
+    ckpt = bad / (bad / "latest").read_text().strip()
+    with open(ckpt / "trainer.pt", "wb") as f:
+        pickle.dump(_Planted(marker), f)
+    out = _cli("evaluate", "--run", str(bad), "--data", str(data))  # needs the weights only
+    assert out.returncode == 0, out.stderr
+    out = _cli("train", "--data", str(data), "--preset", "control", "--chunk-steps", "2", "--max-steps", "4",
+               "--checkpoint-every", "2", "--batch-size", "4", "--out", str(bad), "--resume", "--quiet")
+    assert out.returncode != 0 and "not safe to load" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not marker.exists()
+
+
+def test_latest_must_name_a_checkpoint_inside_the_run(run, tmp_path):
+    data, good = run
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    for pointer in ("../elsewhere", str(good / (good / "latest").read_text().strip()), "ckpt-1/../../x"):
+        (bad / "latest").write_text(pointer + "\n")
+        out = _cli("evaluate", "--run", str(bad), "--data", str(data))
+        assert out.returncode != 0 and "not a checkpoint of this run" in out.stderr, pointer
+        assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_expression_text_is_parsed_never_evaluated(tmp_path):
+    import sympy
+
+    x0, x1 = sympy.symbols("x0 x1")
+    symbols = {"x0": x0, "x1": x1}
+    for expr in (39.4784176043574 * x0 * x1 / x0**2, sympy.exp(-0.3 * x0) + sympy.sin(2.5 * x0) / x1,
+                 1.7e18 * sympy.exp(-144 * x0), x0 ** sympy.Rational(3, 2) - 1.23456789012345e-5):
+        assert parse(str(expr), symbols) == sympy.sympify(str(expr), locals=symbols)
+    marker = tmp_path / "pwned"
+    for evil in (f"__import__('os').system('touch {marker}')", "x0.__class__", "(lambda: 1)()", "x0[0]",
+                 "open('x')", "sin(x0, x1)", "y9"):
+        with pytest.raises(ValueError):
+            parse(evil, symbols)
+    assert not marker.exists()
+
+
+def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path):
+    rng = np.random.default_rng(0)
+    r, m1, m2 = rng.uniform(0.5, 5, 400), rng.uniform(0.1, 1, 400), rng.uniform(0.1, 1, 400)
+    table = {"r": r, "m1": m1, "m2": m2, "F": 39.478 * m1 * m2 / r**2}
+    kw = dict(seeds=1, points=150, restarts=1, resume_dir=tmp_path / "resume")
+    from discovery.backends import SearchSettings
+
+    kw["settings"] = SearchSettings(budget=2000)
+    first = discover_law(table, "F", **kw)
+    seed_file = tmp_path / "resume" / "seed_0.json"
+    saved = json.loads(seed_file.read_text())
+    marker = tmp_path / "pwned"
+    saved["result"]["expression"] = f"__import__('os').system('touch {marker}')"
+    seed_file.write_text(json.dumps(saved))
+    again = discover_law(table, "F", **kw)
+    assert not marker.exists()
+    assert again["expression"] == first["expression"] and again["verdict"] == first["verdict"]
+    assert "__import__" not in seed_file.read_text()  # the planted file was replaced by a recomputed one
