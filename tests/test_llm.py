@@ -363,3 +363,23 @@ def test_two_models_share_a_directory_and_sr_runs(env, systems, tmp_path):
     assert "expression" in law and "newtonian" in law, law
     with pytest.raises(ValueError, match="another --out"):
         run_llm("openai-compatible", "x", SYSTEMS + 1, out, seed=SEED, base_url=f"{fake.url}/v1")
+
+
+@pytest.mark.parametrize("offset", [270, 285, 295, 299])
+def test_an_api_key_straddling_the_error_cut_never_leaks(monkeypatch, offset):
+    from discovery.llm.providers import ChatClient
+
+    key = "sk-THISISASECRETKEY0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    client = ChatClient("openai", "gpt-test", base_url="http://127.0.0.1:9", max_retries=0)
+
+    def fail(prompt):
+        raise ValueError("x" * offset + f" key={key} was rejected")
+
+    monkeypatch.setattr(client, "_once", fail)
+    with pytest.raises(RuntimeError) as info:
+        client.complete("hello")
+    message = str(info.value)
+    assert "***" in message or len(message) < offset + 60
+    for n in range(8, len(key) + 1):  # no fragment of the key of 8 characters or more
+        assert not any(key[i:i + n] in message for i in range(len(key) - n + 1)), message

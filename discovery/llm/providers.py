@@ -232,6 +232,6 @@ class ChatClient:
                     return completion
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one recorded line
             n = retrying.statistics.get("attempt_number", 1)
-            message = " ".join(str(exc).split())[:300]
+            message = redact(" ".join(str(exc).split()), self._key)[:300]  # redact before cutting: no key half
             raise RuntimeError(redact(f"{self.provider} {self.model}: {type(exc).__name__}: {message} "
                                       f"(after {n} attempt{'s' if n != 1 else ''})", self._key)) from None
