@@ -447,6 +447,13 @@ def load_dataset(path: str | Path, verify: bool = False) -> dict[str, Split]:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: dataset format {manifest.get('format_version')} is not supported "
                          f"(this orbitlaw reads format {FORMAT_VERSION})")
+    try:
+        return _open_splits(path, manifest, verify)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path}/manifest.json is corrupted: missing or malformed entry {exc}") from None
+
+
+def _open_splits(path: Path, manifest: dict, verify: bool) -> dict[str, Split]:
     out = {}
     for split, info in manifest["split_info"].items():
         arrays = {}

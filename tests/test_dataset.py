@@ -130,6 +130,9 @@ def test_truncated_or_corrupted_files_are_reported(tmp_path):
     (path / "manifest.json").write_text("{ not json")
     with pytest.raises(ValueError, match="manifest.json is corrupted"):
         orbits.load_dataset(path)
+    (path / "manifest.json").write_text('{"format_version": 1, "split_info": {"train": {"files": {"tokens": {}}}}}')
+    with pytest.raises(ValueError, match="manifest.json is corrupted: missing or malformed entry 'file'"):
+        orbits.load_dataset(path)  # a manifest missing a key: one line, not a KeyError traceback
 
 
 @pytest.mark.parametrize(

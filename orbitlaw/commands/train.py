@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from orbitlaw.cli import UserError
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser("train", help="pretrain a GPT on an orbit dataset",
@@ -63,8 +61,6 @@ def run(args) -> int:
     except TrainingStopped as exc:
         print(f"orbitlaw train: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyError as exc:
-        raise UserError(f"dataset is missing {exc}") from None
     print(f"step {summary['step']}: train loss {summary['train_loss']:.4f}; run in {summary['run']}",
           file=sys.stderr)
     return 0
