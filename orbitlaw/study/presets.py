@@ -45,7 +45,7 @@ PRESETS: dict[str, dict] = {
         "probe": {"steps": 40, "batch": 8, "checkpoint_every": 20, "train_sequences": 100, "heldout_sequences": 20,
                   "eval_train_sequences": 16, "near_train": 1000, "seed": 0},
         "solar_probe": {"steps": 20, "batch": 8, "labels_per_sequence": 10, "seed": 0},
-        "linear_probe": {"sequences": 100, "steps_per_sequence": 5},
+        "linear_probe": {"sequences": 100, "steps_per_sequence": 5, "seed": 0},
         "discover": {"seeds": 2, "points": 300, "restarts": 1, "budget": 10_000},
         "attention_figure": {"sequences": 2},
     },
@@ -61,7 +61,7 @@ PRESETS: dict[str, dict] = {
         "probe": {"steps": 300, "batch": 16, "checkpoint_every": 100, "train_sequences": 1800, "heldout_sequences": 200,
                   "eval_train_sequences": 64, "near_train": 5000, "seed": 0},
         "solar_probe": {"steps": 100, "batch": 8, "labels_per_sequence": 10, "seed": 0},
-        "linear_probe": {"sequences": 1000, "steps_per_sequence": 10},
+        "linear_probe": {"sequences": 1000, "steps_per_sequence": 10, "seed": 0},
         "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
         "attention_figure": {"sequences": 4},
     },
@@ -78,7 +78,7 @@ PRESETS: dict[str, dict] = {
                   "heldout_sequences": 1_000,
                   "eval_train_sequences": 256, "near_train": 5_000, "seed": 0},
         "solar_probe": {"steps": 2_000, "batch": 8, "labels_per_sequence": 10, "seed": 0},
-        "linear_probe": {"sequences": 2_000, "steps_per_sequence": 10},
+        "linear_probe": {"sequences": 2_000, "steps_per_sequence": 10, "seed": 0},
         "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
         "attention_figure": {"sequences": 8},
     },
@@ -179,6 +179,6 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
                              f"{','.join(attentions)}")
         config["attentions"] = list(attentions)
     if seed:
-        for section in ("pretrain_data", "probe_data", "train", "probe", "solar_probe"):
+        for section in ("pretrain_data", "probe_data", "train", "probe", "solar_probe", "linear_probe"):
             config[section]["seed"] += seed
     return config
