@@ -183,7 +183,7 @@ def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[
     if not controls:
         raise ValueError("no controls to draw")
     names = [c["name"] for c in controls]
-    fig = Figure(figsize=(max(6.0, 0.8 * len(names)), 4))
+    fig = Figure(figsize=(max(6.0, 0.8 * len(names)), 4), layout="constrained")
     ax = fig.subplots()
     x = np.arange(len(names))
     series = [("probe_r2_log", "fine-tuned probe, ln|F|"), ("linear_probe_r2_log", "linear, ln|F|"),
@@ -199,7 +199,7 @@ def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[
     made = {"controls_r2": _save(fig, r2_out)}
     picks = [c for c in controls if "-s" in c["name"]][:1] + [c for c in controls if c["name"] == "W1"]
     if picks:
-        fig = Figure(figsize=(4.2 * len(picks), 4))
+        fig = Figure(figsize=(4.2 * len(picks), 4), layout="constrained")
         axes = np.atleast_1d(fig.subplots(1, len(picks)))
         for ax, c in zip(axes, picks, strict=True):
             table = pd.read_csv(c["predictions"])
