@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from orbitlaw.study.pipeline import run_study
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 TARGET_SECONDS = 45 * 60
 
@@ -45,7 +45,8 @@ def main() -> None:
            "target_seconds": TARGET_SECONDS, "within_target": span <= TARGET_SECONDS,
            "positive_control_newtonian_training_seeds": f"{sum(c['newtonian'] for c in positive)}/{len(positive)}",
            "controls": rows, "config": results["config"]["controls"], "study_code_version": results["code_version"],
-           "code_version": code_version(), "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
+           "code_version": code_version(), "dependency_versions": dependency_versions(),
+           "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     write_json_atomic(Path(args.result), doc)
     keys = ("wall_seconds", "within_target", "positive_control_newtonian_training_seeds")
     print(json.dumps({k: doc[k] for k in keys}))

@@ -45,7 +45,7 @@ from discovery.backends import SearchSettings
 from discovery.symbolic import discover_law
 from discovery.verdict import VERDICTS
 from orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 G = 4 * math.pi**2
 ROWS = 5000
@@ -282,7 +282,7 @@ def main() -> None:
         "benchmark": "discover", "backend": "operon", "settings_key": key,
         "settings": {**settings, "workers": args.workers, **SearchSettings(budget=args.budget).to_dict()},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "code_version": code_version(),
+        "code_version": code_version(), "dependency_versions": dependency_versions(),
         "cells_code_version": (args.cells_code_version or previous.get("cells_code_version", "unknown"))
         if args.summarize_only else code_version(),
         "summary": summary, "figure": figure.name, "results": results})

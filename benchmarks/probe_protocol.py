@@ -37,7 +37,7 @@ import orbits
 from discovery.probe import ProbeConfig, finetune
 from models.evaluate import evaluate
 from models.train import TrainConfig, train
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 VARIANTS = {"orbitlaw": {"protocol": "orbitlaw", "scaling": None},
             "reference": {"protocol": "reference", "scaling": None},
@@ -128,7 +128,7 @@ def main() -> None:
                             "probe_lr": 6e-4, "split": "first 90% fully labelled, rest held out with 2 labels",
                             "variants": VARIANTS},
                   "machine": {"platform": platform.platform(), "torch": torch.__version__, "threads": args.threads},
-                  "code_version": code_version(), "presets": {}}
+                  "code_version": code_version(), "dependency_versions": dependency_versions(), "presets": {}}
         for preset in args.presets.split(","):
             data = orbits.simulate(preset, {"train": args.sequences, "val": 64}, 0, work / preset / "data",
                                    overrides={"seq_len": args.seq_len}, progress=False)

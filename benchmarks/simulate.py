@@ -28,7 +28,7 @@ from scipy.optimize import newton
 
 import orbits
 from orbits import generate, presets
-from orbits.provenance import code_version
+from orbits.provenance import code_version, dependency_versions
 from orbits.systems import G
 from orbits.tokenizer import TokenizerSpec
 
@@ -166,7 +166,7 @@ def main() -> None:
                     "python": platform.python_version(), "numpy": np.__version__,
                     # 1-minute load average before and after: other jobs on the machine slow the workers
                     "load_average_1min": [load_before[0], os.getloadavg()[0]]},
-        "code_version": code_version(),
+        "code_version": code_version(), "dependency_versions": dependency_versions(),
         "args": vars(args),
     }
     out = Path(args.out)

@@ -28,7 +28,7 @@ import torch
 import orbits
 from models.evaluate import evaluate
 from models.train import TrainConfig, train
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def unigram_entropy(tokens: np.ndarray, num_bins: int) -> float:
@@ -92,7 +92,7 @@ def main() -> None:
               "tokens_trained": args.steps * args.batch_size * 256, "reference": reference, "runs": runs,
               "machine": {"threads": torch.get_num_threads(), "processor": platform.processor() or platform.machine(),
                           "torch": torch.__version__},
-              "code_version": code_version(), "args": vars(args)}
+              "code_version": code_version(), "dependency_versions": dependency_versions(), "args": vars(args)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(Path(args.out), report)
     print(f"wrote {args.out}")

@@ -28,7 +28,7 @@ import torch
 
 import models
 import orbits
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def _sync(device: torch.device) -> None:
@@ -167,7 +167,7 @@ def main() -> None:
         "machine": {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
                     "cpus": torch.get_num_threads(), "processor": platform.processor() or platform.machine(),
                     "torch": torch.__version__},
-        "code_version": code_version(), "args": vars(args),
+        "code_version": code_version(), "dependency_versions": dependency_versions(), "args": vars(args),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(Path(args.out), report)

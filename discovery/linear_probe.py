@@ -31,7 +31,7 @@ import torch
 from discovery import probe_data
 from models.evaluate import load_run
 from models.train import check_vocab, read_sequences, token_offset
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "accel_x", "accel_y",
                   "log_accel_magnitude", "inverse_r2", "r", "x", "y", "a", "e")
@@ -164,7 +164,8 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
                        for i, t in enumerate(LINEAR_TARGETS)},
               "rows": {"train": int(len(Ytr)), "heldout": int(len(Yte))},
               "layer_meaning": "0 = embeddings, l = output of block l (before the final LayerNorm)",
-              "context": context, "settings": settings, "seed": cfg.seed, "code_version": code_version()}
+              "context": context, "settings": settings, "seed": cfg.seed, "code_version": code_version(),
+              "dependency_versions": dependency_versions()}
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")

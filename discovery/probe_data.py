@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 import orbits
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 STATE_COLUMNS = ("rx", "ry", "vx", "vy", "m1", "m2")
 """The true state of a planet step: position and velocity relative to the star (AU, AU/yr), masses."""
@@ -388,7 +388,8 @@ def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, ki
                          "heldout_unlabelled": int(test.sum()), "near_train": int(near_col.sum())},
               "dataset": {"path": str(Path(settings["data"]).resolve()), "preset": split.manifest["preset"],
                           "config_hash": split.manifest["config_hash"], "split": settings["split"]},
-              "code_version": code_version(), **(extra or {})}
+              "code_version": code_version(),
+              "dependency_versions": dependency_versions(), **(extra or {})}
     if target == "force-vector" and split.manifest["preset"] == "solar-system":
         from discovery.forces_plot import plot_force_arrows
 

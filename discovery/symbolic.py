@@ -49,7 +49,7 @@ from discovery import expression_text, powerlaw
 from discovery import law as laws
 from discovery import verdict as verdicts
 from discovery.backends import SearchSettings, check_available, placeholders, prepare, search
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 GROUP_COLUMN = "sequence"
 """Rows that share this column's value (a probe's planet steps of one sequence) are not independent: the
@@ -448,6 +448,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "settings": config,
         "data": data_info,
         "code_version": code_version(),
+        "dependency_versions": dependency_versions(),
     }
 
 

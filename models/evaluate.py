@@ -23,7 +23,7 @@ import orbits
 from models import checkpoint
 from models.gpt import GPT, GPTConfig
 from models.train import check_vocab, make_batch
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
@@ -183,5 +183,6 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
         result["extrapolation"] = {"context": context, "loss": extrapolation(
             model, run, dataset[split].manifest, lengths, extrapolation_sequences, context, device)}
     result["code_version"] = code_version()
+    result["dependency_versions"] = dependency_versions()
     write_json_atomic(run / "eval.json", result)
     return result

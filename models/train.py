@@ -31,7 +31,7 @@ from models import checkpoint
 from models.gpt import GPT, GPTConfig
 from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
 from models.presets import model_config
-from orbits.provenance import code_version
+from orbits.provenance import code_version, dependency_versions
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
                         "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
@@ -394,6 +394,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     if dist.main:
         run.mkdir(parents=True, exist_ok=True)
         run_config["code_version"] = code_version()
+        run_config["dependency_versions"] = dependency_versions()
         tmp = run / ".config.json.tmp"
         tmp.write_text(json.dumps(run_config, indent=2) + "\n")
         os.replace(tmp, run / "config.json")

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from orbits import generate, nbody, presets
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbits.systems import SystemBatch
 from orbits.tokenizer import TokenizerSpec
 
@@ -363,6 +363,7 @@ def _manifest(config, digest, done, spec, params, preset) -> dict:
         **config,
         "config_hash": digest,
         "code_version": code_version(),
+        "dependency_versions": dependency_versions(),
         "units": {"length": "AU", "time": "yr", "mass": "M_sun", "velocity": "AU/yr",
                   "force": "M_sun AU/yr^2", "G": presets.G},
         "body_order": "planets 1..N, then the star (last body slot); absent planets are NaN",

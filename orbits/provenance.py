@@ -1,11 +1,21 @@
-"""Provenance helpers shared by everything that writes an artefact: the code version, atomic JSON."""
+"""Provenance helpers shared by everything that writes an artefact: the code version, the versions of the
+dependencies that change results, a digest of the source, atomic JSON."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
+import platform
 import subprocess
 from pathlib import Path
+
+RESULT_DEPENDENCIES = ("numpy", "scipy", "torch", "triton", "numba", "rebound", "pyoperon", "pysr", "sympy",
+                       "scikit-learn", "safetensors")
+"""Packages whose version can change a number orbitlaw writes (recorded beside every code version)."""
+
+PACKAGES = ("orbits", "models", "kernels", "discovery", "orbitlaw")
 
 
 def code_version() -> str:
@@ -25,6 +35,32 @@ def code_version() -> str:
         return f"{version}+g{commit}" + (".dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return version
+
+
+@functools.lru_cache(maxsize=1)
+def dependency_versions() -> dict[str, str | None]:
+    """{package: installed version or None} for :data:`RESULT_DEPENDENCIES`, plus Python's version."""
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in RESULT_DEPENDENCIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def source_digest() -> str:
+    """sha256 (16 hex digits) of every Python source file of the toolkit's packages, by path and content:
+    changes with any code change, committed or not, and with nothing else (README edits do not count)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in PACKAGES:
+        for f in sorted((root / package).rglob("*.py")):
+            digest.update(str(f.relative_to(root)).encode())
+            digest.update(hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()[:16]
 
 
 def write_json_atomic(path: Path, obj) -> None:

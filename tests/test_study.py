@@ -93,6 +93,9 @@ def test_stage_cache_is_keyed_by_config(tmp_path):
     assert s.stage("y", {"b": 1}, [out], make(4)) == {"value": 4}  # resumed: the tool's own state is kept
     assert (out / "partial").exists()
 
+    s.source = "another-source"  # a code change: the same config runs again, its old outputs removed
+    assert s.stage("x", {"a": 2}, [out], make(5)) == {"value": 5} and calls[-1] == 5
+
 
 @pytest.mark.parametrize("args, message", [
     (["--attention", "softmax,bogus"], "--attention must list distinct variants"),

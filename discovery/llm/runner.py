@@ -139,7 +139,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
     before anything is written, and RuntimeError when every request failed.
     """
-    from orbits.provenance import code_version, write_json_atomic
+    from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
@@ -208,7 +208,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
                    "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
                    if run_discovery else None}
     doc = {"results": all_results, "law": law, "law_control": law_control, "config": {**config, "runs": runs},
-           "code_version": code_version(),
+           "code_version": code_version(), "dependency_versions": dependency_versions(),
            "summary": summarise(all_results)}
     write_json_atomic(_results_path(out), doc)
     _plot(out, system_list, all_rows)
@@ -263,7 +263,7 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
           sr_settings=None, figure: str | Path | None = None) -> dict:
     """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON)."""
     from discovery.llm.score import score_reference
-    from orbits.provenance import code_version, write_json_atomic
+    from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
     out = Path(out)
     if out.suffix != ".json":
@@ -284,7 +284,7 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
            "config": {"prompts": str(prompts), "predictions": str(predictions),
                       "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
                    if run_discovery else None},
-           "code_version": code_version()}
+           "code_version": code_version(), "dependency_versions": dependency_versions()}
     write_json_atomic(out, doc)
     if figure:
         answers: dict[str, dict[int, dict[int, float]]] = {}

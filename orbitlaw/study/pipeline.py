@@ -9,7 +9,7 @@ from pathlib import Path
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
 from orbitlaw.study.presets import study_config
-from orbits.provenance import code_version, write_json_atomic
+from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
@@ -117,7 +117,7 @@ def _finish(study, results: dict) -> dict:
     seeds = {k: v["seed"] for k, v in config.items() if isinstance(v, dict) and "seed" in v}
     if config.get("controls"):
         seeds["controls"] = config["controls"]["seeds"]
-    results.update(seeds=seeds, code_version=code_version())
+    results.update(seeds=seeds, code_version=code_version(), dependency_versions=dependency_versions())
     results["figures"] = write_report(study, results)
     write_json_atomic(study.path("results.json"), results)
     return results

@@ -1,8 +1,11 @@
 """The stages of ``orbitlaw run``, each cached in ``STUDY/stages/<name>.json`` keyed by its config.
 
-A stage whose marker holds the same key is skipped; one with another key has its outputs removed and
-runs again; one that was killed half-way resumes through its tool's own resume (simulate, train, probe
-and discover all resume). Layout of ``STUDY``::
+A stage's key is its config, the digest of the toolkit's source (``orbits.provenance.source_digest``: any
+code change, committed or not) and the versions of the dependencies that change results
+(``dependency_versions``). A stage whose marker holds the same key is skipped; one with another key has
+its outputs removed and runs again (so after a code or dependency change the study re-runs rather than
+mixing stale stages with a new code version); one that was killed half-way resumes through its tool's
+own resume (simulate, train, probe and discover all resume). Layout of ``STUDY``::
 
     data/{pretrain,probe,solar}/      orbitlaw simulate outputs
     runs/<attention>/                 orbitlaw train runs (+ eval.json)
@@ -26,7 +29,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from orbits.provenance import write_json_atomic
+from orbits.provenance import dependency_versions, source_digest, write_json_atomic
 
 
 def _key(config: dict) -> str:
@@ -39,6 +42,7 @@ class Study:
     def __init__(self, out: str | Path, progress: bool = True):
         self.out = Path(out)
         self.progress = progress
+        self.source = source_digest()
         (self.out / "stages").mkdir(parents=True, exist_ok=True)
 
     def path(self, *parts: str) -> Path:
@@ -47,7 +51,7 @@ class Study:
     def stage(self, name: str, config: dict, outputs: list[Path], fn: Callable[[], dict]) -> dict:
         """Run ``fn`` unless stage ``name`` already finished with ``config``; returns its (JSON) result."""
         marker = self.out / "stages" / f"{name.replace(':', '__')}.json"
-        key = _key(config)
+        key = _key({"config": config, "source": self.source, "versions": dependency_versions()})
         if marker.exists():
             saved = json.loads(marker.read_text())
             if saved.get("key") == key and saved.get("done"):
@@ -58,10 +62,12 @@ class Study:
                         shutil.rmtree(path)
                     elif path.exists():
                         path.unlink()
-        write_json_atomic(marker, {"key": key, "config": config, "done": False})
+        write_json_atomic(marker, {"key": key, "config": config, "source": self.source,
+                                   "versions": dependency_versions(), "done": False})
         print(f"orbitlaw run: {name}", file=sys.stderr, flush=True)
         result = fn()
-        write_json_atomic(marker, {"key": key, "config": config, "done": True, "result": result})
+        write_json_atomic(marker, {"key": key, "config": config, "source": self.source,
+                                   "versions": dependency_versions(), "done": True, "result": result})
         return result
 
 
