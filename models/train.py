@@ -31,7 +31,7 @@ from models import checkpoint
 from models.gpt import GPT, GPTConfig
 from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
 from models.presets import model_config
-from orbits.provenance import code_version, dependency_versions
+from orbits.provenance import OutputLock, code_version, dependency_versions
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
                         "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
@@ -391,8 +391,9 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         optimizer.load_state_dict(state["optimizer"])
         set_rng_state(state["rng"])
         step = int(state["step"])
+    lock = None
     if dist.main:
-        run.mkdir(parents=True, exist_ok=True)
+        lock = OutputLock(run / ".lock", f"run {run}").acquire()  # one writer per run directory
         run_config["code_version"] = code_version()
         run_config["dependency_versions"] = dependency_versions()
         tmp = run / ".config.json.tmp"
@@ -494,6 +495,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     finally:
         bar.close()
         stop.restore()
+        if lock is not None:
+            lock.release()
         if dist.world > 1:
             import torch.distributed as tdist
 

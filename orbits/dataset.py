@@ -32,7 +32,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from orbits import generate, nbody, presets
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbits.provenance import OutputLock, code_version, dependency_versions, write_json_atomic
 from orbits.systems import SystemBatch
 from orbits.tokenizer import TokenizerSpec
 
@@ -266,7 +266,13 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
                          "it")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and is not an orbitlaw dataset; refusing to overwrite it")
+    with OutputLock(out.parent / f".{out.name}.lock", f"dataset {out}"):
+        return _simulate_locked(preset, splits, seed, out, workers, params, spec, config, digest, progress)
 
+
+def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
+    if (out / "manifest.json").exists():  # another process finished it while this one waited to start
+        return out
     stage = out.parent / f".{out.name}.partial"
     config_path = stage / "config.json"
     staged_manifest = stage / "manifest.json"

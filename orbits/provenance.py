@@ -63,6 +63,41 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+class OutputLock:
+    """An exclusive lock on an output that one process writes at a time (``fcntl.flock`` on ``path``, a
+    small file beside or inside the output): a second orbitlaw run into the same output gets a one-line
+    ValueError instead of interleaving its writes. The OS drops the lock when the process dies (kill -9
+    included); :meth:`release` also removes the file. Usable as a context manager."""
+
+    def __init__(self, path: Path, what: str):
+        self.path, self.what, self._fd = Path(path), what, None
+
+    def acquire(self) -> OutputLock:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ValueError(f"{self.what} is being written by another orbitlaw process; wait for it to finish "
+                             "or choose another output") from None
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
 def write_json_atomic(path: Path, obj) -> None:
     """Write JSON to ``path`` via a temporary file, fsync and rename: readers see old or new, never half."""
     tmp = path.with_name(f".{path.name}.tmp")

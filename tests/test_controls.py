@@ -186,3 +186,4 @@ def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(dat
     assert base["constant_velocity"]["position_error_au"] < base["repeat_last"]["position_error_au"]
     out = _cli("evaluate", "--run", str(tmp_path / "run"), "--data", str(pre), "--lengths", "1,2")
     assert out.returncode != 0 and "regression model" in out.stderr
+

@@ -1,4 +1,4 @@
-"""Opening someone else's run or resume files runs nothing from them (issue: safe to open anyone's run)."""
+"""Opening someone else's run or resume files runs nothing from them; one writer per output."""
 
 import json
 import os
@@ -105,3 +105,24 @@ def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path)
     assert not marker.exists()
     assert again["expression"] == first["expression"] and again["verdict"] == first["verdict"]
     assert "__import__" not in seed_file.read_text()  # the planted file was replaced by a recomputed one
+
+
+def test_a_second_writer_into_the_same_output_is_refused(run, tmp_path):
+    from orbits.provenance import OutputLock
+
+    pre, _ = run
+    run = tmp_path / "run"
+    with OutputLock(run / ".lock", f"run {run}"):  # as a running `orbitlaw train` holds it
+        out = _cli("train", "--data", str(pre), "--preset", "control", "--chunk-steps", "2", "--max-steps", "2",
+                   "--batch-size", "4", "--out", str(run), "--quiet")
+        assert out.returncode != 0 and "being written by another orbitlaw process" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and not (run / "config.json").exists()
+    dest = tmp_path / "d"
+    with OutputLock(tmp_path / ".d.lock", f"dataset {dest}"):
+        out = _cli("simulate", "--preset", "binary", "--splits", "t=2", "--seed", "0", "--out", str(dest), "--quiet")
+        assert out.returncode != 0 and "being written by another orbitlaw process" in out.stderr
+        assert not dest.exists() and not (tmp_path / ".d.partial").exists()
+    out = _cli("train", "--data", str(pre), "--preset", "control", "--chunk-steps", "2", "--max-steps", "2",
+               "--batch-size", "4", "--out", str(run), "--quiet")
+    assert out.returncode == 0, out.stderr  # the lock went with its holder
+    assert not (run / ".lock").exists()
