@@ -53,7 +53,7 @@ def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
     base_exact = {name: 0 for name in base}
     for start in range(0, min(n_seq, len(split)), batch):
         idx = np.arange(start, min(start + batch, n_seq, len(split)))
-        x, y = make_batch(split.tokens, idx, context, device)
+        x, y = make_batch(split.tokens, idx, context, device, model.config.vocab_size)
         logits, loss = model(x, y)
         total_loss += float(loss) * len(idx)
         count += len(idx)
@@ -151,7 +151,7 @@ def extrapolation(model: GPT, run: Path, data_manifest: dict, lengths: list[int]
         T = m * context
         losses = []
         for i in range(len(split)):
-            x, y = make_batch(split.tokens, np.array([i]), T, device)
+            x, y = make_batch(split.tokens, np.array([i]), T, device, model.config.vocab_size)
             losses.append(float(model(x, y)[1]))
         out[str(m)] = float(np.mean(losses))
     return out

@@ -142,11 +142,24 @@ def batch_indices(seed: int, step: int, batch_size: int, n: int) -> np.ndarray:
     return out
 
 
-def make_batch(tokens: np.ndarray, idx: np.ndarray, context: int, device
+def make_batch(tokens: np.ndarray, idx: np.ndarray, context: int, device, vocab: int | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs (B, context, 2) and next-token targets (B, context, 2), int64, from token sequences."""
-    seqs = torch.from_numpy(np.asarray(tokens[idx], dtype=np.int64))
+    """Inputs (B, context, 2) and next-token targets (B, context, 2), int64, from token sequences; with
+    ``vocab``, ids outside 0..vocab-1 (a corrupted token file) are a one-line ValueError."""
+    arr = np.asarray(tokens[idx], dtype=np.int64)[:, :context + 1]
+    if vocab is not None:
+        check_ids(arr, vocab)
+    seqs = torch.from_numpy(arr)
     return seqs[:, :context].to(device), seqs[:, 1:context + 1].to(device)
+
+
+def check_ids(arr: np.ndarray, vocab: int) -> None:
+    """ValueError (one line) when a token id of ``arr`` is outside 0..vocab-1: checked on the host, per
+    batch, so a flipped byte in a token file is named instead of crashing the embedding."""
+    if arr.size and (arr.max() >= vocab or arr.min() < 0):
+        bad = int(arr.max()) if arr.max() >= vocab else int(arr.min())
+        raise ValueError(f"token id {bad} is outside the vocabulary 0..{vocab - 1}: the dataset's token file is "
+                         "corrupted (orbits.load_dataset(path, verify=True) checks its checksums)")
 
 
 def read_sequences(config: GPTConfig, split, idx: np.ndarray, length: int) -> torch.Tensor:
@@ -154,7 +167,9 @@ def read_sequences(config: GPTConfig, split, idx: np.ndarray, length: int) -> to
     int64 token ids, or for a regression model float32 body positions in AU (``Split.continuous``, which
     drops the time-step token: continuous position i is token i + 1; NaN where a sequence pads)."""
     if not config.regression:
-        return torch.from_numpy(np.asarray(split.tokens[idx], dtype=np.int64)[:, :length])
+        arr = np.asarray(split.tokens[idx], dtype=np.int64)[:, :length]
+        check_ids(arr, config.vocab_size)
+        return torch.from_numpy(arr)
     return torch.from_numpy(np.asarray(split.continuous(np.asarray(idx))[:, :length], dtype=np.float32))
 
 
@@ -303,7 +318,7 @@ def evaluate_loss(model: GPT, split, n_seq: int, batch: int, context: int, devic
         if model.config.regression:  # a chunked model: its training objective on fixed windows
             x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device)
         else:
-            x, y = make_batch(split.tokens, idx, context, device)
+            x, y = make_batch(split.tokens, idx, context, device, model.config.vocab_size)
         with amp:
             _, loss = model(x, y)
         total += float(loss) * len(idx)
@@ -438,7 +453,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
                     x, y = regression_batch(train_split, idx[m:m + micro], context, chunk, cfg.input_noise,
                                             (cfg.seed, step, dist.rank, m), device)
                 else:
-                    x, y = make_batch(train_split.tokens, idx[m:m + micro], context, device)
+                    x, y = make_batch(train_split.tokens, idx[m:m + micro], context, device, mcfg.vocab_size)
                 sync = m + micro >= per_rank
                 if dist.world > 1 and not sync:
                     with net.no_sync(), amp:

@@ -126,3 +126,19 @@ def test_a_second_writer_into_the_same_output_is_refused(run, tmp_path):
                "--batch-size", "4", "--out", str(run), "--quiet")
     assert out.returncode == 0, out.stderr  # the lock went with its holder
     assert not (run / ".lock").exists()
+
+
+def test_a_corrupted_token_id_is_a_one_line_error(run, tmp_path):
+    import shutil
+
+    data, _ = run
+    bad = tmp_path / "data"
+    shutil.copytree(data, bad)
+    tokens = np.load(bad / "train" / "tokens.npy", mmap_mode="r+")
+    tokens[:, 5, 1] = 65535  # a flipped byte: far outside the 7003 ids
+    tokens.flush()
+    del tokens
+    out = _cli("train", "--data", str(bad), "--preset", "tiny", "--max-steps", "1", "--batch-size", "2",
+               "--out", str(tmp_path / "r"), "--quiet")
+    assert out.returncode != 0 and "token id 65535 is outside the vocabulary" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
