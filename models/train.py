@@ -73,9 +73,11 @@ class TrainConfig:
     precision: str = "bf16"
     chunk_steps: int | None = None
     input_noise: float = 0.0
+    device: str = "auto"
     model_overrides: dict = field(default_factory=dict)
 
     def validate(self) -> None:
+        resolve_device(self.device)
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose {' or '.join(PRECISIONS)}")
         if self.schedule not in ("constant", "cosine"):
@@ -108,18 +110,36 @@ class Dist:
         return self.rank == 0
 
 
-def init_distributed() -> Dist:
-    """Join the torchrun process group when WORLD_SIZE > 1 (gloo on CPU, NCCL on GPUs)."""
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str, local_rank: int = 0) -> torch.device:
+    """``auto``: this process's GPU (``cuda:LOCAL_RANK``) when there is one, else the CPU. ``cuda`` without a
+    GPU, or a local rank beyond the GPUs there are, is a one-line ValueError."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; choose {', '.join(DEVICES)}")
+    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available")
+    if local_rank >= torch.cuda.device_count():
+        raise ValueError(f"process {local_rank} has no GPU of its own ({torch.cuda.device_count()} visible): "
+                         "start at most one process per GPU, or train with --device cpu")
+    return torch.device(f"cuda:{local_rank}")
+
+
+def init_distributed(device: str = "auto") -> Dist:
+    """Join the torchrun process group when WORLD_SIZE > 1 (gloo on the CPU, NCCL on GPUs)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return Dist()
     import torch.distributed as dist
 
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend)
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        torch.cuda.set_device(local)
+    where = resolve_device(device, local)
+    dist.init_process_group("nccl" if where.type == "cuda" else "gloo")
+    if where.type == "cuda":
+        torch.cuda.set_device(where)
     return Dist(rank=dist.get_rank(), world=world, local_rank=local)
 
 
@@ -346,8 +366,8 @@ def _chunk_tokens(cfg: TrainConfig, split) -> int | None:
 def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a run; returns a summary. Raises TrainingStopped on a signal or NaN loss."""
     cfg.validate()
-    dist = init_distributed()
-    device = torch.device(f"cuda:{dist.local_rank}" if torch.cuda.is_available() else "cpu")
+    dist = init_distributed(cfg.device)
+    device = resolve_device(cfg.device, dist.local_rank)
     run = Path(cfg.out)
     data = orbits.load_dataset(cfg.data)
     if cfg.train_split not in data:

@@ -143,7 +143,8 @@ def test_corrupted_checkpoint_on_resume_is_reported(data, tmp_path):
 @pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
 def test_torchrun_two_processes_match_one_process(data, tmp_path):
     common = ["train", "--data", str(data), "--preset", "tiny", "--max-steps", "3", "--batch-size", "4",
-              "--log-every", "1", "--eval-every", "100", "--checkpoint-every", "100", "--quiet", "--seed", "3"]
+              "--log-every", "1", "--eval-every", "100", "--checkpoint-every", "100", "--quiet", "--seed", "3",
+              "--device", "cpu"]  # two processes on the CPU (gloo), also on a machine with one GPU
     single = _cli(*common, "--out", str(tmp_path / "one"))
     assert single.returncode == 0, single.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

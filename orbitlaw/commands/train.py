@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compile", action="store_true", help="torch.compile the model (GPU)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto (default): each process's own GPU when there are GPUs, else the CPU")
     p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16",
                    help="CUDA forward precision: bf16 autocast (default) or fp32 (the reference's); CPU: fp32")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -54,7 +56,7 @@ def run(args) -> int:
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
                       lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
                       compile=args.compile, precision=args.precision, chunk_steps=args.chunk_steps,
-                      input_noise=args.input_noise,
+                      input_noise=args.input_noise, device=args.device,
                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
     try:
         summary = train(cfg, resume=args.resume, progress=not args.quiet)
