@@ -255,14 +255,16 @@ def _fit_seed_task(args) -> dict:
 def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = "operon", seeds: int = 5,
                  points: int = 1000, restarts: int = 3, selection: str | None = None,
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
-                 resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw") -> dict:
+                 resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw",
+                 first_seed: int = 0) -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
 
     Args:
         table: CSV path, DataFrame or mapping of equal-length columns.
         target: the column to explain (e.g. ``F_pred``); features: the input columns (e.g. r, m1, m2).
-        seeds: independent fits 0..seeds-1; points: rows drawn per seed for the search, and as many again
-            held out for selection (each at most half the table); restarts: searches per seed.
+        seeds: independent fits, of seeds first_seed .. first_seed + seeds - 1; points: rows drawn per seed
+            for the search, and as many again held out for selection (each at most half the table);
+            restarts: searches per seed.
         selection: ``"se"`` (highest score among candidates within two standard errors of the lowest
             held-out error, paired per row), ``"best"`` (PySR: within 1.5x of it) or ``"score"``; None:
             the protocol's (``"se"``; ``"score"`` under ``"reference"``).
@@ -283,8 +285,10 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     """
     features = list(features)
     subset = list(subset)
-    if seeds < 1 or points < MIN_POINTS or restarts < 1 or workers < 1:
-        raise ValueError(f"need seeds >= 1, points >= {MIN_POINTS}, restarts >= 1 and workers >= 1")
+    if seeds < 1 or points < MIN_POINTS or restarts < 1 or workers < 1 or first_seed < 0:
+        raise ValueError(f"need seeds >= 1, points >= {MIN_POINTS}, restarts >= 1, workers >= 1 and a first "
+                         "seed >= 0")
+    seed_ids = range(first_seed, first_seed + seeds)
     if selection is None:
         selection = "score" if protocol == "reference" else "se"
     if selection not in laws.SELECTIONS:
@@ -313,18 +317,19 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         raise ValueError(f"the log error metric needs a positive target; {target!r} has {int(np.sum(y <= 0))} "
                          "rows <= 0 (use --metric relative)")
     reference = protocol == "reference"
-    config = {"protocol": protocol, "backend": backend, "seeds": seeds, "points": points, "restarts": restarts,
+    config = {"protocol": protocol, "backend": backend, "seeds": seeds, "first_seed": first_seed, "points": points,
+              "restarts": restarts,
               "selection": selection, "metric": metric,
               "selected_on": "each restart's own front, best restart by score" if reference else "held-out rows",
               "power_law_screen": not reference, "search": settings.to_dict()}
     # A seed's result depends on everything but the number of seeds: more seeds later reuse these.
-    digest = hashlib.sha256(json.dumps([{k: v for k, v in config.items() if k != "seeds"},
+    digest = hashlib.sha256(json.dumps([{k: v for k, v in config.items() if k not in ("seeds", "first_seed")},
                                         _data_hash(X, y)]).encode()).hexdigest()
 
     results: dict[int, dict] = {}
     resume = Path(resume_dir) if resume_dir else None
     if resume is not None and resume.is_dir():
-        for seed in range(seeds):
+        for seed in seed_ids:
             f = resume / f"seed_{seed}.json"
             if f.exists():
                 try:
@@ -333,7 +338,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                     continue  # a torn file from before atomic writes, or a foreign one: recompute
                 if saved.get("digest") == digest and _parses(saved.get("result"), len(features)):
                     results[seed] = saved["result"]  # else foreign or damaged: recomputed and overwritten
-    todo = [s for s in range(seeds) if s not in results]
+    todo = [s for s in seed_ids if s not in results]
     tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric) for s in todo]
     bar = tqdm(total=seeds, initial=seeds - len(todo), desc=f"symbolic regression ({backend})", unit="seed",
                disable=not progress)
@@ -353,7 +358,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         for task in tasks:
             record(_fit_seed_task(task))
     bar.close()
-    return cross_seed_verdict([results[s] for s in range(seeds)], X, y, features, data_info, config, groups)
+    return cross_seed_verdict([results[s] for s in seed_ids], X, y, features, data_info, config, groups)
 
 
 def _data_hash(X: np.ndarray, y: np.ndarray) -> str:

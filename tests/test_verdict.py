@@ -264,3 +264,16 @@ def test_a_target_with_negative_rows_runs_on_the_relative_metric_without_the_scr
     data["F"] = data["F"] - np.median(data["F"])  # half the rows negative: no log space, no power-law screen
     out = discover_law(data, "F", seeds=1, restarts=1, settings=FAST)
     assert out["error_metric"] == "relative" and out["verdict"] != "newtonian"
+
+
+def test_the_first_seed_is_a_setting_and_a_seed_result_depends_only_on_its_seed(tmp_path):
+    rng = np.random.default_rng(1)
+    r, m1, m2 = rng.uniform(0.5, 5, 400), rng.uniform(0.1, 1, 400), rng.uniform(0.1, 1, 400)
+    table = {"r": r, "m1": m1, "m2": m2, "F": 39.478 * m1 * m2 / r**2}
+    kw = dict(points=150, restarts=1, settings=SearchSettings(budget=2000))
+    two = discover_law(table, "F", seeds=2, **kw)
+    one = discover_law(table, "F", seeds=1, first_seed=1, **kw)
+    assert [s["seed"] for s in one["per_seed"]] == [1] and one["settings"]["first_seed"] == 1
+    assert one["per_seed"][0]["expression"] == two["per_seed"][1]["expression"]
+    with pytest.raises(ValueError, match="first seed"):
+        discover_law(table, "F", seeds=1, first_seed=-1, **kw)

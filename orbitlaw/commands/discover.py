@@ -27,7 +27,8 @@ def add_parser(sub) -> None:
                    help="input columns (default r,m1,m2: distance in AU, planet and star mass in Msun)")
     p.add_argument("--backend", default="operon", choices=["operon", "pysr"],
                    help="operon (default, offline) or pysr (needs orbitlaw[pysr] and Julia)")
-    p.add_argument("--seeds", type=int, default=5, help="independent fits, seeds 0..N-1 (default 5)")
+    p.add_argument("--seeds", type=int, default=5, help="independent fits, seeds S..S+N-1 (default 5)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="the first seed (default 0)")
     p.add_argument("--points", type=int, default=1000, help="random rows per seed (default 1000)")
     p.add_argument("--restarts", type=int, default=3, help="searches per seed, fronts merged (default 3)")
     p.add_argument("--maxsize", type=int, default=20, help="largest expression size (default 20)")
@@ -62,7 +63,8 @@ def run(args) -> int:
         raise ValueError("--maxsize must be >= 3 and --budget >= 100")
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
-                           backend=args.backend, seeds=args.seeds, points=args.points, restarts=args.restarts,
+                           backend=args.backend, seeds=args.seeds, first_seed=args.seed, points=args.points,
+                           restarts=args.restarts,
                            selection=args.selection,
                            settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
                            protocol=args.protocol,

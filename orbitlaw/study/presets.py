@@ -151,6 +151,8 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
             for name in ("pretrain", "probe"):
                 controls["data"][name]["seed"] += seed
             controls["probe"]["seed"] += seed
+            controls["linear_probe"]["seed"] = controls["linear_probe"].get("seed", 0) + seed
+            controls["discover"]["seed"] = controls["discover"].get("seed", 0) + seed
             controls["seeds"] = [k + seed for k in controls["seeds"]]
     if preset == "controls":  # the controls alone: no attention models, no LLM baselines
         config["notes"] = []
@@ -181,4 +183,5 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     if seed:
         for section in ("pretrain_data", "probe_data", "train", "probe", "solar_probe", "linear_probe"):
             config[section]["seed"] += seed
+        config["discover"]["seed"] = config["discover"].get("seed", 0) + seed  # the SR seeds follow too
     return config

@@ -152,7 +152,8 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) 
 
     protocol = spec.get("protocol", "orbitlaw")
     result = discover_to_file(out, predictions, target="F_pred", features=["r", "m1", "m2"],
-                              subset=["near_train"], seeds=spec["seeds"], points=spec["points"],
+                              subset=["near_train"], seeds=spec["seeds"], first_seed=spec.get("seed", 0),
+                              points=spec["points"],
                               restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
                               workers=workers, progress=progress, protocol=protocol)
     plot_pareto(result, out.with_suffix(".pareto.png"))
