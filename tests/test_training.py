@@ -205,3 +205,18 @@ def test_baseline_guesses_repeat_and_extrapolate_each_body():
     assert guesses["repeat_last"].tolist() == [[110, 50], [900, 900], [120, 50]]
     assert guesses["constant_velocity"].tolist() == target.tolist()
     assert _baseline_guesses(true[:3], pred[:3], bodies=2, num_bins=7000) is None
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
+def test_the_study_hands_torchrun_the_whole_training_configuration(data, tmp_path):
+    from orbitlaw.study import stages
+
+    spec = {"preset": "tiny", "pos": "rope", "max_steps": 2, "batch_size": 4, "lr": 1e-3, "schedule": "cosine",
+            "warmup_steps": 1, "eval_every": 2, "checkpoint_every": 2, "log_every": 1, "eval_sequences": 3,
+            "seed": 0, "device": "cpu", "weight_decay": 0.05, "model_overrides": SMALL}
+    result = stages.train(data, tmp_path / "runs" / "softmax", "softmax", spec, progress=False, nproc=2)
+    assert result["steps"] == 2
+    config = json.loads((tmp_path / "runs" / "softmax" / "config.json").read_text())
+    assert config["world_size"] == 2
+    for key, value in spec.items():  # nothing dropped on the way (eval_sequences was, before)
+        assert config["train"][key] == value, key

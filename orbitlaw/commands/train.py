@@ -10,7 +10,11 @@ def add_parser(sub) -> None:
                        description="Pretrain a GPT by next-token prediction. Under `torchrun "
                        "--nproc_per_node N` the same command trains with DistributedDataParallel.")
     p.add_argument("--data", required=True, metavar="DIR", help="dataset directory (orbitlaw simulate)")
-    p.add_argument("--preset", required=True, choices=("tiny", "small", "gpt-109m", "control"),
+    p.add_argument("--config", default=None, metavar="FILE.json",
+                   help="every training setting from a JSON object of TrainConfig fields (as RUN/config.json's "
+                        "'train' holds them; --data and --out still come from the command line, no other "
+                        "training flag may be given); how `orbitlaw run` hands a whole configuration to torchrun")
+    p.add_argument("--preset", default=None, choices=("tiny", "small", "gpt-109m", "control"),
                    help="model size (control: the positive control's 25k-parameter regression GPT, "
                         "continuous positions in AU, MSE)")
     p.add_argument("--attention", default="softmax",
@@ -45,11 +49,42 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+    p.set_defaults(get_default=p.get_default)  # --config checks that no other setting was given
+
+
+_NOT_SETTINGS = ("data", "out", "config", "resume", "quiet", "func", "command", "get_default")
+
+
+def _from_file(args):
+    import dataclasses
+    import json
+
+    from models.train import TrainConfig
+
+    given = [k for k, v in vars(args).items() if k not in _NOT_SETTINGS and v != args.get_default(k)]
+    if given:
+        raise ValueError(f"--config holds every training setting; do not also give --{given[0].replace('_', '-')}")
+    try:
+        settings = json.loads(open(args.config).read())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--config {args.config}: {exc}") from None
+    known = {f.name for f in dataclasses.fields(TrainConfig)} - {"data", "out"}
+    unknown = sorted(set(settings) - known) if isinstance(settings, dict) else ["(not a JSON object)"]
+    if unknown:
+        raise ValueError(f"--config {args.config}: unknown training setting {unknown[0]}")
+    if "betas" in settings:
+        settings["betas"] = tuple(settings["betas"])
+    return TrainConfig(data=args.data, out=args.out, **settings)
 
 
 def run(args) -> int:
     from models.train import TrainConfig, TrainingStopped, train
 
+    if args.config:
+        cfg = _from_file(args)
+        return _train(cfg, args, train, TrainingStopped)
+    if not args.preset:
+        raise ValueError("--preset is required (or --config FILE.json with every setting)")
     cfg = TrainConfig(data=args.data, out=args.out, preset=args.preset, attention=args.attention, p=args.p,
                       pos=args.pos, window=args.window, max_steps=args.max_steps,
                       checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
@@ -58,6 +93,10 @@ def run(args) -> int:
                       compile=args.compile, precision=args.precision, chunk_steps=args.chunk_steps,
                       input_noise=args.input_noise, device=args.device,
                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
+    return _train(cfg, args, train, TrainingStopped)
+
+
+def _train(cfg, args, train, TrainingStopped) -> int:
     try:
         summary = train(cfg, resume=args.resume, progress=not args.quiet)
     except TrainingStopped as exc:

@@ -87,13 +87,11 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
     from models import checkpoint
 
     resume = run.exists() and checkpoint.latest(run) is not None
-    if nproc > 1:
-        args = ["--data", str(data), "--out", str(run), "--attention", attention, "--preset", spec["preset"],
-                "--pos", spec["pos"], "--max-steps", str(spec["max_steps"]), "--batch-size", str(spec["batch_size"]),
-                "--lr", str(spec["lr"]), "--schedule", spec["schedule"], "--warmup-steps", str(spec["warmup_steps"]),
-                "--eval-every", str(spec["eval_every"]), "--checkpoint-every", str(spec["checkpoint_every"]),
-                "--log-every", str(spec["log_every"]), "--seed", str(spec["seed"]),
-                "--precision", spec.get("precision", "bf16")] + (["--resume"] if resume else [])
+    if nproc > 1:  # the whole training configuration goes to torchrun as one file: no setting is dropped
+        settings = run.parent / f".{run.name}.train.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(settings, {"attention": attention, **spec})
+        args = ["--data", str(data), "--out", str(run), "--config", str(settings)] + (["--resume"] if resume else [])
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "-m", "orbitlaw",
                "train", *args]
         if subprocess.run(cmd).returncode != 0:
