@@ -34,6 +34,7 @@ import difflib
 import hashlib
 import json
 import math
+import os
 import shutil
 import time
 from collections import Counter
@@ -50,6 +51,7 @@ from discovery import law as laws
 from discovery import verdict as verdicts
 from discovery.backends import SearchSettings, check_available, placeholders, prepare, search
 from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbits.workers import die_with_parent
 
 GROUP_COLUMN = "sequence"
 """Rows that share this column's value (a probe's planet steps of one sequence) are not independent: the
@@ -351,7 +353,8 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         bar.update()
 
     if workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=get_context("spawn"),
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             for result in pool.map(_fit_seed_task, tasks):
                 record(result)
     else:

@@ -35,6 +35,7 @@ from orbits import generate, nbody, presets
 from orbits.provenance import OutputLock, code_version, dependency_versions, write_json_atomic
 from orbits.systems import SystemBatch
 from orbits.tokenizer import TokenizerSpec
+from orbits.workers import die_with_parent
 
 FORMAT_VERSION = 1
 SHARD_SIZE = 1024
@@ -341,7 +342,8 @@ def _run_blocks(todo, done, done_path, workers, total, progress, preset) -> None
                 record(_write_block(task))
         else:
             ctx = multiprocessing.get_context("spawn")
-            pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=ctx)
+            pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=ctx, initializer=die_with_parent,
+                                       initargs=(os.getpid(),))
             try:
                 for future in as_completed([pool.submit(_write_block, task) for task in todo]):
                     record(future.result())

@@ -303,3 +303,23 @@ def test_a_finished_stage_killed_before_its_rename_is_published_without_regenera
     monkeypatch.setattr(dataset, "_write_block", lambda task: pytest.fail("regenerated a finished block"))
     orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
     assert orbits.load_dataset(out, verify=True)["train"].tokens.shape == (5, 1000, 2)
+
+
+def test_kill_9_of_simulate_leaves_no_worker_running(tmp_path):
+    args = [sys.executable, "-m", "orbitlaw", "simulate", "--preset", "vafa2025", "--splits", "train=40000",
+            "--seed", "5", "--out", str(tmp_path / "d"), "--workers", "2", "--quiet"]
+    proc = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+    done = tmp_path / ".d.partial" / "done.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (done.exists() and done.read_text().count("\n") >= 1):
+        time.sleep(0.02)
+    workers = [c for c in _children(proc.pid) if "spawn" in Path(f"/proc/{c}/cmdline").read_text()]
+    assert workers, "no worker processes found"
+    proc.kill()  # kill -9 of the command itself
+    proc.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.05)
+    alive = [w for w in workers if Path(f"/proc/{w}").exists()
+             and Path(f"/proc/{w}/stat").read_text().split()[2] != "Z"]
+    assert not alive, f"workers {alive} outlived their parent"
