@@ -18,6 +18,7 @@ tensors and numbers); ``latest`` must name a ``ckpt-<step>`` directory inside th
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -45,13 +46,22 @@ def save(run: Path, step: int, model: torch.nn.Module, trainer_state: dict) -> P
     for stray in run.glob(".ckpt-*.tmp"):  # left by a kill during an earlier save
         shutil.rmtree(stray, ignore_errors=True)
     tmp.mkdir(parents=True)
-    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(weights, tmp / "model.safetensors")
-    torch.save(trainer_state, tmp / "trainer.pt")
-    for f in tmp.iterdir():
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
-    _fsync_dir(tmp)
+    try:
+        weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        save_file(weights, tmp / "model.safetensors")
+        torch.save(trainer_state, tmp / "trainer.pt")
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        _fsync_dir(tmp)
+    except BaseException as exc:  # a full disk or a kill mid-save: nothing half-written is left
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, (OSError, SafetensorError, RuntimeError)):
+            full = getattr(exc, "errno", None) == errno.ENOSPC or shutil.disk_usage(run).free < 1 << 20
+            reason = ("No space left on device" if full  # torch and safetensors report it cryptically
+                      else " ".join(str(exc).split())[:200])
+            raise OSError(f"could not write checkpoint {final.name} in {run}: {reason}") from None
+        raise
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     pointer = run / ".latest.tmp"

@@ -101,9 +101,13 @@ class OutputLock:
 def write_json_atomic(path: Path, obj) -> None:
     """Write JSON to ``path`` via a temporary file, fsync and rename: readers see old or new, never half."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a kill: no temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise
