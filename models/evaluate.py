@@ -35,7 +35,10 @@ def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
     ckpt = checkpoint.latest(run)
     if ckpt is None:
         raise ValueError(f"{run} has no checkpoint")
-    model = GPT(GPTConfig(**config["model"]))
+    try:
+        model = GPT(GPTConfig(**config["model"]))
+    except (TypeError, KeyError) as exc:  # an unknown or missing setting: another version's run, or tampered
+        raise ValueError(f"{run}/config.json does not describe a model this orbitlaw can build: {exc}") from None
     checkpoint.load_weights(ckpt, model)  # never the trainer state: opening a run runs no pickle
     model.to(device).eval()
     return model, config

@@ -426,6 +426,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         optimizer.load_state_dict(state["optimizer"])
         set_rng_state(state["rng"])
         step = int(state["step"])
+    batch_indices(cfg.seed, step, cfg.batch_size, len(train_split))  # a batch too large fails here, before any file
     lock = None
     if dist.main:
         lock = OutputLock(run / ".lock", f"run {run}").acquire()  # one writer per run directory

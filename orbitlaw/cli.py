@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"orbitlaw {args.command}: error: {exc.strerror or exc}"
               + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
         return 1
+    except MemoryError:
+        print(f"orbitlaw {args.command}: error: out of memory: the sizes asked for (sequence length, steps, "
+              "batch, splits) do not fit this machine", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"orbitlaw {args.command}: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130

@@ -70,6 +70,20 @@ def fields(preset: str, params: dict, spec: TokenizerSpec) -> dict[str, tuple[st
     return out
 
 
+MAX_BLOCK_BYTES = 8 << 30
+"""A block of SHARD_SIZE sequences is built in memory: larger than this is refused before anything runs."""
+
+
+def _check_block_size(preset: str, params: dict, spec: TokenizerSpec) -> None:
+    per_sequence = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                       for dtype, shape in fields(preset, params, spec).values())
+    if per_sequence * SHARD_SIZE > MAX_BLOCK_BYTES:
+        block = per_sequence * SHARD_SIZE / 2**30
+        raise ValueError(f"sequences of seq_len {params['seq_len']} and {params.get('steps')} steps need "
+                         f"{per_sequence / 2**20:.0f} MiB each, {block:.0f} GiB per block of {SHARD_SIZE}: too "
+                         f"large (at most {MAX_BLOCK_BYTES >> 30} GiB); lower seq_len or steps")
+
+
 def split_key(split: str) -> int:
     """A stable 32-bit integer naming a split in the random-stream key."""
     return int.from_bytes(hashlib.sha256(split.encode()).digest()[:4], "little")
@@ -255,6 +269,7 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
         raise ValueError(f"--workers must be >= 1, got {workers}")
     params = presets.preset_params(preset, overrides)
     spec = TokenizerSpec()
+    _check_block_size(preset, params, spec)
     config = _config(preset, params, spec, seed, splits)
     digest = _config_hash(config)
     out = Path(out)

@@ -160,3 +160,28 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_temporary(run, tm
         assert not [n for n in left if n.endswith(".tmp")], left
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_impossible_sizes_and_foreign_configs_are_one_line_and_write_nothing(run, tmp_path):
+    import json as _json
+
+    data, good = run
+    (tmp_path / "big.json").write_text(_json.dumps({"seq_len": 1_000_000_000}))
+    out = _cli("simulate", "--preset", "two-body", "--splits", "t=2", "--seed", "0", "--out", str(tmp_path / "d"),
+               "--config", str(tmp_path / "big.json"))
+    assert out.returncode == 2 and "too large" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+    out = _cli("train", "--data", str(data), "--preset", "control", "--batch-size", "1000000000000", "--max-steps",
+               "1", "--out", str(tmp_path / "r"), "--quiet")
+    assert out.returncode == 1 and "out of memory" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+    import shutil
+
+    foreign = tmp_path / "foreign"
+    shutil.copytree(good, foreign)
+    config = _json.loads((foreign / "config.json").read_text())
+    config["model"]["from_the_future"] = 1
+    (foreign / "config.json").write_text(_json.dumps(config))
+    out = _cli("evaluate", "--run", str(foreign), "--data", str(data))
+    assert out.returncode == 2 and "does not describe a model" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
