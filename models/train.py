@@ -82,6 +82,8 @@ class TrainConfig:
             raise ValueError(f"unknown precision {self.precision!r}; choose {' or '.join(PRECISIONS)}")
         if self.schedule not in ("constant", "cosine"):
             raise ValueError(f"unknown lr schedule {self.schedule!r}; choose constant or cosine")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
         for name in ("max_steps", "checkpoint_every", "eval_every", "log_every", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")

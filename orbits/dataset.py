@@ -149,7 +149,19 @@ def parse_splits(text: str) -> dict[str, int]:
         if name in splits:
             raise ValueError(f"split {name!r} given twice")
         splits[name] = n
+    check_split_names(splits)
     return splits
+
+
+RESERVED_NAMES = ("manifest.json", "config.json", "done.jsonl")
+"""Files at a dataset's top level (or in its staging directory): no split may take their name."""
+
+
+def check_split_names(splits: dict) -> None:
+    for name in splits:
+        if not isinstance(name, str) or not _SPLIT_NAME.match(name) or name in RESERVED_NAMES:
+            raise ValueError(f"split name {name!r} is not allowed: use letters, digits, '_', '-' and '.', and "
+                             f"none of {', '.join(RESERVED_NAMES)}")
 
 
 def _config(preset, params, spec, seed, splits) -> dict:
@@ -265,6 +277,7 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
         splits = parse_splits(splits)
     if not splits:
         raise ValueError("no splits given")
+    check_split_names(splits)
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
     params = presets.preset_params(preset, overrides)
@@ -273,6 +286,8 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
     config = _config(preset, params, spec, seed, splits)
     digest = _config_hash(config)
     out = Path(out)
+    if out.name in ("", ".", ".."):  # "." or "dir/..": name the directory itself
+        out = out.resolve()
     if (out / "manifest.json").exists():
         existing = json.loads((out / "manifest.json").read_text())
         if existing.get("config_hash") == digest:

@@ -323,3 +323,19 @@ def test_kill_9_of_simulate_leaves_no_worker_running(tmp_path):
     alive = [w for w in workers if Path(f"/proc/{w}").exists()
              and Path(f"/proc/{w}/stat").read_text().split()[2] != "Z"]
     assert not alive, f"workers {alive} outlived their parent"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--splits", "manifest.json=2"], "split name 'manifest.json' is not allowed"),
+    (["--splits", "done.jsonl=2"], "split name 'done.jsonl' is not allowed"),
+    (["--out", "."], "exists and is not an orbitlaw dataset"),
+])
+def test_names_that_would_collide_are_refused_and_nothing_is_left(tmp_path, args, message):
+    (tmp_path / "keep.txt").write_text("a file the user had")
+    base = {"--preset": "two-body", "--splits": "t=2", "--seed": "0", "--out": "d"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    result = subprocess.run([sys.executable, "-m", "orbitlaw", "simulate", *[x for kv in base.items() for x in kv],
+                             "--quiet"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    assert not any(p.name.startswith(".") for p in tmp_path.parent.iterdir() if tmp_path.name in p.name)

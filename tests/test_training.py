@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 import orbits
 from models.train import TrainConfig, TrainingStopped, read_metrics, train
@@ -107,7 +108,10 @@ def test_bad_training_input_gives_one_line_errors(data, tmp_path):
         (["--preset", "huge"], "invalid choice: 'huge'"),
         (["--attention", "lssar", "--p", "0"], "--p must be > 0"),
         (["--max-steps", "0"], "max-steps must be >= 1"),
+        (["--seed", "-1"], "seed must be >= 0"),
     ]
+    if not torch.cuda.is_available():
+        cases.append((["--device", "cuda"], "no CUDA device is available"))
     for extra, message in cases:
         args = base + extra if "--preset" not in extra else [a for a in base if a != "tiny"] + extra
         if "--preset" in extra:
