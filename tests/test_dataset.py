@@ -339,3 +339,16 @@ def test_names_that_would_collide_are_refused_and_nothing_is_left(tmp_path, args
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
     assert not any(p.name.startswith(".") for p in tmp_path.parent.iterdir() if tmp_path.name in p.name)
+
+
+def test_verify_names_a_flipped_byte(tmp_path):
+    path = orbits.simulate("two-body", {"train": 6}, 0, tmp_path / "d", progress=False)
+    ok = _cli("verify", "--data", str(path))
+    assert ok.returncode == 0 and "intact (1 split, 6 sequences)" in ok.stderr
+    tokens = np.load(path / "train" / "tokens.npy", mmap_mode="r+")
+    tokens[2, 7, 0] ^= 1
+    tokens.flush()
+    del tokens
+    bad = _cli("verify", "--data", str(path))
+    assert bad.returncode == 2 and "tokens.npy is corrupted: checksum mismatch" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
