@@ -15,6 +15,7 @@ import pkgutil
 import sys
 
 from orbitlaw import __version__
+from orbitlaw.errors import UserError
 
 # The order of the study; any other module in orbitlaw/commands is listed after these.
 ORDER = ["run", "simulate", "plot", "train", "evaluate", "probe", "discover", "llm"]
@@ -26,10 +27,6 @@ def commands() -> list[str]:
 
     found = {m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")}
     return [n for n in ORDER if n in found] + sorted(found - set(ORDER))
-
-
-class UserError(Exception):
-    """A problem with the user's input, reported as one line without a traceback."""
 
 
 class _Parser(argparse.ArgumentParser):

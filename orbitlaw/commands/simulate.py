@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from orbitlaw.cli import UserError
+from orbitlaw.errors import UserError
 
 
 def add_parser(sub) -> None:
