@@ -9,10 +9,11 @@ comparable to the truth's).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
+
+from orbits.provenance import atomic_path
 
 
 def plot_force_arrows(cols: dict, out: Path, title: str = "", names: dict[int, str] | None = None,
@@ -45,7 +46,6 @@ def plot_force_arrows(cols: dict, out: Path, title: str = "", names: dict[int, s
         ax.set_aspect("equal")
     axes[0].set_ylabel("y (AU)")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False)
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     return out

@@ -7,6 +7,7 @@ from pathlib import Path
 from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
 from discovery.law import ERROR_FLOOR
+from orbits.provenance import atomic_path
 
 
 def plot_pareto(law: dict, out: str | Path) -> Path:
@@ -33,7 +34,6 @@ def plot_pareto(law: dict, out: str | Path) -> Path:
     if len(law["per_seed"]) <= 10:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    fig.savefig(tmp)
-    tmp.replace(out)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp)
     return out

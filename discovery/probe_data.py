@@ -20,7 +20,6 @@ code's ``numpy.random.RandomState`` draw from the planet token positions, step f
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import numpy as np
 import torch
 
 import orbits
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbits.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
 
 STATE_COLUMNS = ("rx", "ry", "vx", "vy", "m1", "m2")
 """The true state of a planet step: position and velocity relative to the star (AU, AU/yr), masses."""
@@ -340,14 +339,10 @@ def write_csv_atomic(path: Path, columns: dict[str, np.ndarray]) -> None:
             texts.append(values.astype(str))
         else:
             texts.append(np.char.mod("%.17g", values.astype(float)))
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
         f.write(",".join(columns) + "\n")
         for i in range(0, len(texts[0]) if texts else 0, 65536):
             f.write("".join(",".join(r) + "\n" for r in zip(*(t[i:i + 65536] for t in texts), strict=True)))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, kind: str, settings: dict,

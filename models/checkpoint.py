@@ -29,6 +29,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from orbits.provenance import write_text_atomic
+
 
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -64,11 +66,7 @@ def save(run: Path, step: int, model: torch.nn.Module, trainer_state: dict) -> P
         raise
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
-    pointer = run / ".latest.tmp"
-    pointer.write_text(final.name + "\n")
-    with open(pointer, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(pointer, run / "latest")
+    write_text_atomic(run / "latest", final.name + "\n")
     _fsync_dir(run)
     for old in run.glob("ckpt-*"):
         if old != final:

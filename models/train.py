@@ -31,7 +31,7 @@ from models import checkpoint
 from models.gpt import GPT, GPTConfig
 from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
 from models.presets import model_config
-from orbits.provenance import OutputLock, code_version, dependency_versions
+from orbits.provenance import OutputLock, atomic_path, code_version, dependency_versions, write_text_atomic
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
                         "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
@@ -296,9 +296,7 @@ def read_metrics(run: Path) -> list[dict]:
 
 
 def _rewrite_metrics(run: Path, rows: list[dict]) -> None:
-    tmp = run / ".metrics.jsonl.tmp"
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, run / "metrics.jsonl")
+    write_text_atomic(run / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def plot_losses(run: Path) -> Path:
@@ -319,9 +317,8 @@ def plot_losses(run: Path) -> Path:
     ax.set_yscale("log")
     ax.legend()
     ax.set_title(f"{cfg['train']['preset']} / {cfg['train']['attention']}")
-    tmp = run / ".loss.png.tmp.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, run / "loss.png")
+    with atomic_path(run / "loss.png") as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     return run / "loss.png"
 
 
@@ -434,9 +431,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         lock = OutputLock(run / ".lock", f"run {run}").acquire()  # one writer per run directory
         run_config["code_version"] = code_version()
         run_config["dependency_versions"] = dependency_versions()
-        tmp = run / ".config.json.tmp"
-        tmp.write_text(json.dumps(run_config, indent=2) + "\n")
-        os.replace(tmp, run / "config.json")
+        write_text_atomic(run / "config.json", json.dumps(run_config, indent=2) + "\n")
         _rewrite_metrics(run, [r for r in read_metrics(run) if r["step"] <= step])
 
     net = model

@@ -11,8 +11,9 @@ Only the cache beside the sources is managed (``__pycache__``, numba's default f
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
+
+from orbits.provenance import write_text_atomic
 
 PACKAGE = Path(__file__).parent
 STAMP = "numba-sources.sha256"
@@ -42,9 +43,7 @@ def drop_stale_cache(package: Path = PACKAGE) -> bool:
         stale = [p for p in cache.iterdir() if p.suffix in (".nbi", ".nbc")]
         for path in stale:
             path.unlink(missing_ok=True)
-        tmp = cache / f".{STAMP}.{os.getpid()}"
-        tmp.write_text(digest)
-        os.replace(tmp, stamp)
+        write_text_atomic(stamp, digest)
     except OSError:
         return False
     return bool(stale)

@@ -3,6 +3,7 @@ dependencies that change results, a digest of the source, atomic JSON."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -98,16 +99,29 @@ class OutputLock:
         self.release()
 
 
-def write_json_atomic(path: Path, obj) -> None:
-    """Write JSON to ``path`` via a temporary file, fsync and rename: readers see old or new, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
+@contextlib.contextmanager
+def atomic_path(path: Path):
+    """Yield a temporary path beside ``path`` (same suffix, so a writer that infers the format from it, such as
+    matplotlib's ``savefig``, works); when the block succeeds the file is fsynced and renamed over ``path``
+    (readers see the old file or the new one, never half of one); on any failure, a full disk or a kill
+    included, the temporary is removed. The one place the toolkit writes a file atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
+        yield tmp
+        with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:  # a full disk, a kill: no temporary file is left behind
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    """Write JSON to ``path`` atomically (:func:`atomic_path`): readers see old or new, never half."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
+
+from orbits.provenance import write_text_atomic  # noqa: F401 - re-exported for the llm modules
 
 
 def request_key(provider: str, model: str, base_url: str | None, prompt: str, settings: dict) -> str:
@@ -20,21 +21,6 @@ def request_key(provider: str, model: str, base_url: str | None, prompt: str, se
     blob = json.dumps({"provider": provider, "model": model, "base_url": base_url or None, "prompt": prompt,
                        "settings": settings}, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory, fsync and rename."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 class ResponseCache:

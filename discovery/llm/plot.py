@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from discovery.llm.systems import System
+from orbits.provenance import atomic_path
 
 
 def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, dict[int, float]]],
@@ -49,7 +49,6 @@ def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, 
     fig.supylabel("|F| (M$_\\odot$ AU / yr$^2$)")
     fig.tight_layout()
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     return path

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from discovery.llm.prompt import REVEALED, STEPS
+from orbits.provenance import atomic_path
 
 SPLIT = "llm"
 PRESETS = ("two-body-exoplanet", "two-body")
@@ -102,10 +103,8 @@ def write_layout(directory: Path, systems: list[System], prompts: list[str]) -> 
         for name, arr in (("traj", s.coords), ("true_force", s.force[:, None]), ("true_state", s.state),
                           ("unmasked_inds", s.revealed)):
             path = directory / f"{name}_{s.index}.npy"
-            tmp = directory / f".{name}_{s.index}.npy.tmp"
-            with open(tmp, "wb") as f:
+            with atomic_path(path) as tmp, open(tmp, "wb") as f:
                 np.save(f, np.asarray(arr))
-            tmp.replace(path)
         write_text_atomic(directory / f"{s.index}.txt", prompt)
 
 

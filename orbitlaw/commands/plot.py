@@ -14,26 +14,16 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    import os
-    import tempfile
+    from pathlib import Path
 
     import orbits
+    from orbits.provenance import atomic_path
 
     data = orbits.load_dataset(args.data)
     name = args.split or next(iter(data))
     if name not in data:
         raise ValueError(f"no split {name!r} in {args.data}; it has {', '.join(data)}")
-    directory = os.path.dirname(os.path.abspath(args.out))
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would create it
-    try:
+    with atomic_path(Path(args.out)) as tmp:
         orbits.plot_system(data[name], args.index, out=tmp)
-        os.replace(tmp, args.out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     print(args.out)
     return 0

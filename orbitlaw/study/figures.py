@@ -10,7 +10,6 @@ every figure; other labels take the remaining colours in order.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from models.attention import ATTENTIONS
 from models.gpt import GPT
 from models.inspect import attention_entropy, attention_weights
 from models.train import read_metrics
+from orbits.provenance import atomic_path
 
 DPI = 110
 MAP_TOKENS = 200
@@ -37,9 +37,8 @@ def _colours(labels) -> dict[str, str]:
 def _save(fig: Figure, out: Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
     return out
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from orbits.provenance import write_text_atomic
+
 
 def _num(x, fmt=".3f") -> str:
     return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else format(x, fmt)
@@ -237,7 +239,5 @@ def _write(study, lines: list[str], made: dict) -> dict[str, str]:
     if not any(line == "## Figures" for line in lines):
         lines += ["## Figures", ""] + [f"![{name}]({path})\n" for name, path in made.items()]
     path = study.path("report.md")
-    tmp = path.with_name(".report.md.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, "\n".join(lines))
     return made
