@@ -250,16 +250,22 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def test_a_killed_worker_is_reported_and_the_run_resumes(tmp_path):
+def _simulate_with_workers(tmp_path, seed: int, blocks_done: int, **popen):
+    """A ``simulate --workers 2`` process, once ``blocks_done`` blocks are written, and its worker pids."""
     args = [sys.executable, "-m", "orbitlaw", "simulate", "--preset", "vafa2025", "--splits", "train=40000",
-            "--seed", "4", "--out", str(tmp_path / "d"), "--workers", "2", "--quiet"]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+            "--seed", str(seed), "--out", str(tmp_path / "d"), "--workers", "2", "--quiet"]
+    proc = subprocess.Popen(args, **popen)
     done = tmp_path / ".d.partial" / "done.jsonl"
     deadline = time.time() + 120
-    while time.time() < deadline and not (done.exists() and done.read_text().count("\n") >= 2):
+    while time.time() < deadline and not (done.exists() and done.read_text().count("\n") >= blocks_done):
         time.sleep(0.02)
     workers = [c for c in _children(proc.pid) if "spawn" in Path(f"/proc/{c}/cmdline").read_text()]
     assert workers, "no worker processes found"
+    return args, proc, workers
+
+
+def test_a_killed_worker_is_reported_and_the_run_resumes(tmp_path):
+    args, proc, workers = _simulate_with_workers(tmp_path, 4, 2, stderr=subprocess.PIPE, text=True)
     os.kill(workers[0], signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
@@ -306,15 +312,7 @@ def test_a_finished_stage_killed_before_its_rename_is_published_without_regenera
 
 
 def test_kill_9_of_simulate_leaves_no_worker_running(tmp_path):
-    args = [sys.executable, "-m", "orbitlaw", "simulate", "--preset", "vafa2025", "--splits", "train=40000",
-            "--seed", "5", "--out", str(tmp_path / "d"), "--workers", "2", "--quiet"]
-    proc = subprocess.Popen(args, stderr=subprocess.DEVNULL)
-    done = tmp_path / ".d.partial" / "done.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline and not (done.exists() and done.read_text().count("\n") >= 1):
-        time.sleep(0.02)
-    workers = [c for c in _children(proc.pid) if "spawn" in Path(f"/proc/{c}/cmdline").read_text()]
-    assert workers, "no worker processes found"
+    _, proc, workers = _simulate_with_workers(tmp_path, 5, 1, stderr=subprocess.DEVNULL)
     proc.kill()  # kill -9 of the command itself
     proc.wait()
     deadline = time.time() + 30
