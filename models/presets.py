@@ -4,7 +4,10 @@ cores within minutes (4.1M parameters, most of them in the two embedding tables 
 its context is the first 256 tokens of each sequence, since the 14006 logits per token dominate the
 cost on a CPU). ``tiny`` starts its bin embeddings and head at Fourier features of the bin centres
 (``embed_init="fourier"``, see ``GPT._fourier_init``): with the normal init a tiny model spends its
-minutes learning the order of 7000 bins one by one (``benchmarks/tiny_convergence.py`` compares both)."""
+minutes learning the order of 7000 bins one by one (``benchmarks/tiny_convergence.py`` compares both).
+``control`` is the positive control's regression GPT (science.md sections 7-8, after Liu et al. 2026):
+continuous (x, y) positions in AU in, MSE out, 2 layers, width 32, one head (25.8k parameters trained on
+chunks of W = 3 steps, ``TrainConfig.chunk_steps``; 32.0k reading 200 positions whole)."""
 
 from __future__ import annotations
 
