@@ -383,3 +383,15 @@ def test_an_api_key_straddling_the_error_cut_never_leaks(monkeypatch, offset):
     assert "***" in message or len(message) < offset + 60
     for n in range(8, len(key) + 1):  # no fragment of the key of 8 characters or more
         assert not any(key[i:i + n] in message for i in range(len(key) - n + 1)), message
+
+
+@pytest.mark.parametrize("figure, message", [("nowhere/forces.png", "does not exist"),
+                                             ("forces.txt", "must name a .png, .pdf or .svg file")])
+def test_score_with_an_unusable_figure_writes_nothing(tmp_path, capsys, figure, message):
+    out = tmp_path / "scores.json"
+    assert main(["llm", "score", "--prompts", str(REFERENCE / "llm-prompts"), "--predictions",
+                 str(REFERENCE / "llm-predictions"), "--out", str(out), "--no-discover",
+                 "--figure", str(tmp_path / figure)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err
+    assert not out.exists()

@@ -270,6 +270,8 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
         raise ValueError(f"--out must name a .json file, got {out}")
     if not out.parent.is_dir():
         raise ValueError(f"--out {out}: directory {out.parent} does not exist")
+    if figure:
+        _check_writable(Path(figure), "--figure")
     results, rows = score_reference(Path(prompts), Path(predictions))
     law = {}
     if run_discovery:
@@ -285,12 +287,24 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
                       "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
                    if run_discovery else None},
            "code_version": code_version(), "dependency_versions": dependency_versions()}
-    write_json_atomic(out, doc)
-    if figure:
+    if figure:  # the figure first: a failure then leaves no JSON claiming a finished score
         answers: dict[str, dict[int, dict[int, float]]] = {}
         for row in rows:
             answers.setdefault(row["model"], {}).setdefault(row["system"], {})[row["step"]] = row["F_pred"]
         from discovery.llm.plot import plot_forces
 
         plot_forces(Path(figure), read_layout(Path(prompts)), answers)
+    write_json_atomic(out, doc)
     return doc
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    """ValueError (one line) unless ``path``'s directory exists and a file can be created in it."""
+    import os
+
+    if path.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ValueError(f"{flag} must name a .png, .pdf or .svg file, got {path}")
+    if not path.parent.is_dir():
+        raise ValueError(f"{flag} {path}: directory {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"{flag} {path}: not writable")
