@@ -63,7 +63,7 @@ def fields(preset: str, params: dict, spec: TokenizerSpec) -> dict[str, tuple[st
         "star_frozen": ("bool", ()),
         "star_position": ("float64", (2,)),
     }
-    if presets.STORES_STATES[preset]:
+    if presets.RECORDS[preset].stores_states:
         S = presets.max_steps(preset, params)
         out.update(times=("float64", (S,)), positions=("float64", (S, P + 1, 2)),
                    velocities=("float64", (S, P + 1, 2)), forces=("float64", (S, P + 1, 2)))
@@ -94,20 +94,17 @@ def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split
     """Arrays for sequences ``block * SHARD_SIZE`` .. ``+ count`` of ``split``, and the number of
     coordinates that fell outside the tokeniser range."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, split_key(split), block])))
-    sampler = presets.SAMPLERS[preset]
+    record = presets.RECORDS[preset]
     # Always draw a whole block and keep the first `count`, so that a sequence never depends on how
     # many sequences the split has.
-    if preset == "solar-system":
-        batch = sampler(rng, SHARD_SIZE, params, first_index=block * SHARD_SIZE)
-    else:
-        batch = sampler(rng, SHARD_SIZE, params)
+    batch = record.sample(rng, SHARD_SIZE, params, first_index=block * SHARD_SIZE)
     batch = batch.subset(slice(0, count))  # validated by whichever engine computes it
     seq_len = int(params["seq_len"])
     arrays = batch.arrays()
-    if presets.STORES_STATES[preset]:
+    if record.stores_states:
         steps = presets.max_steps(preset, params)
         per_seq = np.minimum(presets.steps_in_sequence(batch.n_planets, seq_len), steps)
-        if preset == "nbody" or (preset == "solar-system" and params["together"]):
+        if record.interacting(params):
             pos, vel = nbody.integrate(batch, per_seq)
             pos, vel = _pad_steps(pos, steps), _pad_steps(vel, steps)
         else:

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -84,9 +86,6 @@ DEFAULTS: dict[str, dict] = {
               "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
 }
 PRESETS = tuple(DEFAULTS)
-STORES_STATES = {"vafa2025": False, "two-body-exoplanet": True, "two-body": True, "binary": True, "solar-system": True,
-                 "nbody": True}
-"""Whether a preset stores per-step positions, velocities and forces (vafa2025 stores only elements)."""
 
 
 def preset_params(preset: str, overrides: dict | None = None) -> dict:
@@ -340,9 +339,35 @@ def sample_nbody(rng, n: int, p: dict) -> SystemBatch:
     return batch
 
 
-SAMPLERS = {"vafa2025": sample_vafa2025, "two-body-exoplanet": sample_two_body_exoplanet, "two-body": sample_two_body,
-            "binary": sample_binary,
-            "solar-system": sample_solar_system, "nbody": sample_nbody}
+@dataclass(frozen=True)
+class PresetRecord:
+    """Everything the dataset writer needs to know about a preset, in one place.
+
+    sample(rng, n, params, first_index) -> SystemBatch draws n systems (first_index: the split position of the
+    first, which only ``solar-system`` uses); stores_states: whether per-step positions, velocities and forces
+    are stored (vafa2025 keeps orbital elements only); interacting(params): whether the bodies attract each
+    other, so the states come from the N-body integrator (REBOUND IAS15) instead of Kepler orbits.
+    """
+
+    sample: Callable
+    stores_states: bool
+    interacting: Callable[[dict], bool] = lambda params: False
+
+
+def _ignore_index(sampler):
+    return lambda rng, n, p, first_index=0: sampler(rng, n, p)
+
+
+RECORDS: dict[str, PresetRecord] = {
+    "vafa2025": PresetRecord(_ignore_index(sample_vafa2025), stores_states=False),
+    "two-body-exoplanet": PresetRecord(_ignore_index(sample_two_body_exoplanet), stores_states=True),
+    "two-body": PresetRecord(_ignore_index(sample_two_body), stores_states=True),
+    "binary": PresetRecord(_ignore_index(sample_binary), stores_states=True),
+    "solar-system": PresetRecord(sample_solar_system, stores_states=True, interacting=lambda p: bool(p["together"])),
+    "nbody": PresetRecord(_ignore_index(sample_nbody), stores_states=True, interacting=lambda p: True),
+}
+assert set(RECORDS) == set(DEFAULTS)
+SAMPLERS = {name: record.sample for name, record in RECORDS.items()}
 
 
 def _time_steps(p: dict) -> np.ndarray:
