@@ -201,20 +201,13 @@ def test_unwritable_destination(tmp_path):
         locked.chmod(0o700)
 
 
-def test_full_disk_fails_up_front_and_leaves_nothing(tmp_path):
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        result = _cli("simulate", "--preset", "two-body", "--splits", "train=100", "--seed", "0",
-                      "--out", str(mnt / "d"), "--quiet")
-        assert result.returncode == 1
-        assert len(result.stderr.strip().splitlines()) == 1 and "No space left" in result.stderr
-        assert list(mnt.iterdir()) == []
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+def test_full_disk_fails_up_front_and_leaves_nothing(small_disk):
+    mnt = small_disk("2m")
+    result = _cli("simulate", "--preset", "two-body", "--splits", "train=100", "--seed", "0",
+                  "--out", str(mnt / "d"), "--quiet")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and "No space left" in result.stderr
+    assert list(mnt.iterdir()) == []
 
 
 def test_plot_from_api_and_cli(tmp_path):

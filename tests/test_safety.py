@@ -144,22 +144,15 @@ def test_a_corrupted_token_id_is_a_one_line_error(run, tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
-def test_a_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_temporary(run, tmp_path):
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_temporary(run, small_disk):
     data, _ = run
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        out = _cli("train", "--data", str(data), "--preset", "control", "--chunk-steps", "2", "--max-steps", "2",
-                   "--checkpoint-every", "1", "--batch-size", "4", "--out", str(mnt / "r"), "--quiet")
-        assert out.returncode == 1, out.stderr
-        assert len(out.stderr.strip().splitlines()) == 1 and "No space left" in out.stderr, out.stderr
-        left = [p.name for p in (mnt / "r").iterdir()] if (mnt / "r").exists() else []
-        assert not [n for n in left if n.endswith(".tmp")], left
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+    mnt = small_disk("200k")
+    out = _cli("train", "--data", str(data), "--preset", "control", "--chunk-steps", "2", "--max-steps", "2",
+               "--checkpoint-every", "1", "--batch-size", "4", "--out", str(mnt / "r"), "--quiet")
+    assert out.returncode == 1, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "No space left" in out.stderr, out.stderr
+    left = [p.name for p in (mnt / "r").iterdir()] if (mnt / "r").exists() else []
+    assert not [n for n in left if n.endswith(".tmp")], left
 
 
 def test_impossible_sizes_and_foreign_configs_are_one_line_and_write_nothing(run, tmp_path):

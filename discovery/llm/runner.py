@@ -22,12 +22,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from discovery.llm.cache import ResponseCache, request_key, write_text_atomic
+from discovery.llm.cache import ResponseCache, request_key
 from discovery.llm.parse import parse_answer
 from discovery.llm.prompt import build_prompt
 from discovery.llm.providers import ChatClient, Settings, check_provider
 from discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
 from discovery.llm.systems import generate_systems, read_layout, write_layout
+from orbits.provenance import write_text_atomic
 
 SR_SEEDS = 5
 SR_POINTS = 1000

@@ -95,7 +95,7 @@ def generate_systems(n: int, seed: int, steps: int = STEPS, preset: str = PRESET
 
 def write_layout(directory: Path, systems: list[System], prompts: list[str]) -> None:
     """Write the systems and their prompts in the reference layout (each file atomically)."""
-    from discovery.llm.cache import write_text_atomic
+    from orbits.provenance import write_text_atomic
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

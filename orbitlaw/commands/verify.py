@@ -18,16 +18,15 @@ def run(args) -> int:
     import numpy as np
 
     import orbits
+    from models.train import check_ids
 
     splits = orbits.load_dataset(args.data, verify=True)
     for name, split in splits.items():
-        vocab = split.tokenizer.vocab_size
-        tokens = split.tokens
         for start in range(0, len(split), 4096):
-            block = np.asarray(tokens[start:start + 4096])
-            if block.size and int(block.max()) >= vocab:
-                raise ValueError(f"{args.data}/{name}/tokens.npy holds token id {int(block.max())} outside the "
-                                 f"vocabulary 0..{vocab - 1}")
+            try:
+                check_ids(np.asarray(split.tokens[start:start + 4096]), split.tokenizer.vocab_size)
+            except ValueError as exc:
+                raise ValueError(f"{args.data}/{name}/tokens.npy: {exc}") from None
     total = sum(len(s) for s in splits.values())
     print(f"{args.data}: intact ({len(splits)} split{'s' if len(splits) != 1 else ''}, {total} sequences)",
           file=sys.stderr)
