@@ -17,8 +17,8 @@ import platform
 import time
 from pathlib import Path
 
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study.pipeline import run_study
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 TARGET_SECONDS = 45 * 60
 

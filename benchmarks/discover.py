@@ -1,4 +1,4 @@
-"""Benchmark of the law verdict (``discovery.symbolic.discover_law``): laws x data x noise, k/n over seeds.
+"""Benchmark of the law verdict (``orbitlaw.discovery.symbolic.discover_law``): laws x data x noise, k/n over seeds.
 
 Every cell fits one law on one data set with one noise model, ``--seeds`` independent seeds (each on
 ``--points`` search rows and as many held-out rows drawn from 5,000, best of ``--restarts`` searches), and
@@ -41,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from discovery.backends import SearchSettings
-from discovery.symbolic import discover_law
-from discovery.verdict import VERDICTS
-from orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.discovery.backends import SearchSettings
+from orbitlaw.discovery.symbolic import discover_law
+from orbitlaw.discovery.verdict import VERDICTS
+from orbitlaw.orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 G = 4 * math.pi**2
 ROWS = 5000

@@ -1,7 +1,7 @@
 """Benchmark: sequences/s of the whole vafa2025 pipeline (simulate, tokenise, write to disk).
 
 Compares, in one run and on the same systems drawn from the vafa2025 priors:
-  * orbitlaw: ``orbits.simulate`` end to end (sampling, Kepler solves, tokens, sharded .npy files);
+  * orbitlaw: ``orbitlaw.orbits.simulate`` end to end (sampling, Kepler solves, tokens, sharded .npy files);
   * REBOUND WHFast: the same systems integrated numerically (time step 1/30 of the innermost period,
     the usual accuracy rule for WHFast), positions read at every output step, then tokenised;
   * scalar Kepler: the reference generator's approach, ``scipy.optimize.newton`` called once per point
@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import newton
 
-import orbits
-from orbits import generate, presets
-from orbits.provenance import code_version, dependency_versions
-from orbits.systems import G
-from orbits.tokenizer import TokenizerSpec
+from orbitlaw import orbits
+from orbitlaw.orbits import generate, presets
+from orbitlaw.orbits.provenance import code_version, dependency_versions
+from orbitlaw.orbits.systems import G
+from orbitlaw.orbits.tokenizer import TokenizerSpec
 
 FULL_SET = 10_000_000
 SPEC = TokenizerSpec()

@@ -7,7 +7,7 @@ evaluates each on the validation split, and writes JSON with, per init: CPU and 
 curve, the validation loss, per-coordinate accuracy, mean position error (AU) and R^2 of the argmax
 prediction, beside reference points that know nothing of orbits: the uniform loss ln(7000), the unigram
 entropy of the training positions, and the repeat-last / constant-velocity baselines of
-``models.evaluate`` (same targets).
+``orbitlaw.models.evaluate`` (same targets).
 
     python benchmarks/tiny_convergence.py --steps 100 --out benchmarks/results/tiny_convergence.json
 """
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import orbits
-from models.evaluate import evaluate
-from models.train import TrainConfig, train
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw import orbits
+from orbitlaw.models.evaluate import evaluate
+from orbitlaw.models.train import TrainConfig, train
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def unigram_entropy(tokens: np.ndarray, num_bins: int) -> float:

@@ -26,9 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import models
-import orbits
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw import models, orbits
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def _sync(device: torch.device) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from discovery.symbolic import discover_law
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.discovery.symbolic import discover_law
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def summary(table: pd.DataFrame, column: str, seeds: int) -> dict:

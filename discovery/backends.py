@@ -2,7 +2,7 @@
 
 Each backend runs one multi-objective search (error vs size) and returns the expressions of its final
 Pareto front in the placeholder symbols ``x0, x1, ...`` (column i of X). Choosing, simplifying and
-judging them is backend independent (:mod:`discovery.law`).
+judging them is backend independent (:mod:`orbitlaw.discovery.law`).
 
 Operator set (the reference protocol): binary ``+`` and ``*``, unary ``sin``, ``cos``, ``exp`` and the
 inverse; Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Size limit ``maxsize``

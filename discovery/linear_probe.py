@@ -4,7 +4,7 @@ find |F| linearly decodable, R^2 > 0.998, from short-context models and Kepler e
 
 For each layer l = 0 (embeddings) .. n_layer (last block; the residual stream before the final
 LayerNorm), the hidden state h_l (d_model) at the planet token of step t (alignment as
-:mod:`discovery.probe_data`) is regressed on each target by ridge regression: features standardised on
+:mod:`orbitlaw.discovery.probe_data`) is regressed on each target by ridge regression: features standardised on
 the training rows, each target standardised, the penalty chosen per target from a log grid by efficient
 leave-one-out cross-validation (``sklearn.linear_model.RidgeCV``). Training rows come from the first
 sequences of the split, evaluation rows from the held-out sequences (the probe's split); the score is the
@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from discovery import probe_data
-from models.evaluate import load_run
-from models.train import check_vocab, read_sequences, token_offset
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.discovery import probe_data
+from orbitlaw.models.evaluate import load_run
+from orbitlaw.models.train import check_vocab, read_sequences, token_offset
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "accel_x", "accel_y",
                   "log_accel_magnitude", "inverse_r2", "r", "x", "y", "a", "e")

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-import orbits
-from discovery import probe_data
+from orbitlaw import orbits
+from orbitlaw.discovery import probe_data
 
 ORACLES = ("knn", "true-law", "knn-window", "mlp-window")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
-from discovery.law import ERROR_FLOOR
-from orbits.provenance import atomic_path
+from orbitlaw.discovery.law import ERROR_FLOOR
+from orbitlaw.orbits.provenance import atomic_path
 
 
 def plot_pareto(law: dict, out: str | Path) -> Path:

@@ -6,7 +6,7 @@ of one small regression, the candidate that a search on the raw scale can miss w
 orders of magnitude (a raw-scale loss is dominated by the few largest rows). The search's operators
 (``+``, ``*``, inverse, ``sin``, ``cos``, ``exp``) build only integer powers, so the screen proposes the
 law with each exponent rounded to the nearest integer; it then competes with the search's candidates on
-held-out rows like any other (:func:`discovery.symbolic.fit_seed`), so it is chosen only when it wins.
+held-out rows like any other (:func:`orbitlaw.discovery.symbolic.fit_seed`), so it is chosen only when it wins.
 
 Constants are fitted as the median of ``ln F - sum_j k_j ln x_j`` (the least-absolute-deviation fit in
 log space): a few corrupted rows move it by a few quantiles of the noise, not by their size.

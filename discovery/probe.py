@@ -5,7 +5,7 @@ Adaptation: load the pretrained run, drop its 2 x vocab token head, put a fresh 
 (|F|) or -> 2 (F_x, F_y) on the final LayerNorm, and fine-tune the whole model with masked MSE on the
 labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip 1.0, constant lr;
 reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). Label alignment and the label
-split are described in :mod:`discovery.probe_data`.
+split are described in :mod:`orbitlaw.discovery.probe_data`.
 
 Protocols (``ProbeConfig.protocol``) fix what the head learns from which labels; the budget (steps,
 batch, lr) is free under both and defaults to the reference's:
@@ -17,7 +17,7 @@ batch, lr) is free under both and defaults to the reference's:
   scaling is an error); the loss is the mean squared error per sequence over its labelled entries, then
   the mean over the batch's sequences (:func:`sequence_mse`), so a held-out sequence with two labels
   weighs as much as a fully labelled one; held-out labels drawn by the ``reference`` layout
-  (``numpy.random.RandomState(seed)``, :func:`discovery.probe_data.reference_labels`). The reference
+  (``numpy.random.RandomState(seed)``, :func:`orbitlaw.discovery.probe_data.reference_labels`). The reference
   also selects its checkpoint by the loss on a file that holds the held-out sequences' labels: a leak,
   deliberately NOT reproduced here (the probe is always the model after the last step).
 
@@ -32,9 +32,9 @@ way the written ``F_pred`` is decoded back to physical units, M_sun AU/yr^2.
 On CUDA the forward runs under bf16 autocast (loss in fp32), as pretraining does; on the CPU in fp32.
 
 Batches: global batch ``step`` is a pure function of (seed, step) over the sequences holding a label
-(``models.train.batch_indices``), and dropout is off, so a probe killed at any point and run again with
+(``orbitlaw.models.train.batch_indices``), and dropout is off, so a probe killed at any point and run again with
 the same command resumes from ``PROBE/latest`` to the same result as an uninterrupted run. Checkpoints
-(``models.checkpoint``) are written every K steps and on SIGTERM/SIGINT.
+(``orbitlaw.models.checkpoint``) are written every K steps and on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -47,13 +47,13 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from discovery import probe_data
-from discovery.probe_data import nearest_to_training
-from models import checkpoint
-from models.evaluate import load_run
-from models.gpt import GPT
-from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
-from models.train import batch_indices, check_vocab, read_sequences, token_offset
+from orbitlaw.discovery import probe_data
+from orbitlaw.discovery.probe_data import nearest_to_training
+from orbitlaw.models import checkpoint
+from orbitlaw.models.evaluate import load_run
+from orbitlaw.models.gpt import GPT
+from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast
+from orbitlaw.models.train import batch_indices, check_vocab, read_sequences, token_offset
 
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
            "sequence_mse"]
@@ -66,7 +66,7 @@ PROTOCOLS = {
 }
 """Per protocol: the default (orbitlaw) or fixed (reference) target scaling, the loss (``batch``: masked
 mean over the batch's labelled entries; ``sequence``: per-sequence masked mean, then the batch mean) and
-the held-out label layout (:data:`discovery.probe_data.LAYOUTS`)."""
+the held-out label layout (:data:`orbitlaw.discovery.probe_data.LAYOUTS`)."""
 
 
 @dataclass
@@ -235,13 +235,13 @@ def sequence_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def make_optimizer(model: nn.Module, cfg: ProbeConfig) -> torch.optim.AdamW:
-    """The pretraining optimiser's groups (``models.loop.adamw``) at the probe's learning rate."""
+    """The pretraining optimiser's groups (``orbitlaw.models.loop.adamw``) at the probe's learning rate."""
     return adamw(model, cfg.settings()["lr"], cfg.weight_decay)
 
 
 def dense_targets(rows: dict, z: np.ndarray, sequences: np.ndarray, context: int, offset: int = 0) -> np.ndarray:
     """(len(sequences), context, dim) float32 targets by input position (token - ``offset``, see
-    ``models.train.token_offset``); NaN where not labelled. ``z`` holds the scaled labels of the labelled
+    ``orbitlaw.models.train.token_offset``); NaN where not labelled. ``z`` holds the scaled labels of the labelled
     rows (in row order)."""
     lab = rows["labelled"]
     where = np.searchsorted(sequences, rows["sequence"][lab])

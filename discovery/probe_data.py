@@ -2,7 +2,7 @@
 labelled, and the written result (``predictions.csv``, ``metrics.json``).
 
 Alignment. A sequence is ``[time-step token]`` then, per step t, planets 1..N then the star
-(``orbits.generate.token_order``), so planet j (0-based) of step t sits at token position
+(``orbitlaw.orbits.generate.token_order``), so planet j (0-based) of step t sits at token position
 ``p = 1 + t (N + 1) + j``. The hidden state at position p (the model input is ``tokens[:, :context]``)
 predicts the force on planet j at step t. At p the model has read every body up to step t - 1 and the
 planets up to j at step t (the star's step-t token comes later: attention is causal). This is the
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import orbits
-from orbits.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
+from orbitlaw import orbits
+from orbitlaw.orbits.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
 
 STATE_COLUMNS = ("rx", "ry", "vx", "vy", "m1", "m2")
 """The true state of a planet step: position and velocity relative to the star (AU, AU/yr), masses."""
@@ -386,7 +386,7 @@ def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, ki
               "code_version": code_version(),
               "dependency_versions": dependency_versions(), **(extra or {})}
     if target == "force-vector" and split.manifest["preset"] == "solar-system":
-        from discovery.forces_plot import plot_force_arrows
+        from orbitlaw.discovery.forces_plot import plot_force_arrows
 
         params = split.manifest["params"]
         names = None if params.get("together") else {

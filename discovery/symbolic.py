@@ -6,7 +6,7 @@ magnitude (Msun AU / yr^2), ``seeds`` independent fits, each:
 1. draws its own rows: ``points`` for the search and as many again, disjoint, held out for selection
    (each at most half the table);
 2. runs ``restarts`` searches on the search rows and adds the log-space power-law screen's candidate
-   (:mod:`discovery.powerlaw`) to their merged Pareto fronts;
+   (:mod:`orbitlaw.discovery.powerlaw`) to their merged Pareto fronts;
 3. simplifies, refits and prunes every front member on the search rows (:func:`law.polish`), in the error
    metric of the target (:func:`law.metric_for`: log error for a positive target, so that rows of every
    magnitude count alike; relative L1 otherwise);
@@ -14,7 +14,7 @@ magnitude (Msun AU / yr^2), ``seeds`` independent fits, each:
    ``score``): a term that fits a few search rows (noise, or a high-leverage corner) earns nothing there.
 
 The seeds then vote: the form a strict majority chose is refitted on all rows and graded
-(:mod:`discovery.verdict`); without a majority, or when the law explains the target no better than a
+(:mod:`orbitlaw.discovery.verdict`); without a majority, or when the law explains the target no better than a
 constant, the verdict is ``inconclusive`` and ``newtonian`` is false.
 
 ``protocol="reference"`` is instead the reference's symbolic regression (science.md §5,
@@ -46,12 +46,12 @@ import numpy as np
 import sympy
 from tqdm import tqdm
 
-from discovery import expression_text, powerlaw
-from discovery import law as laws
-from discovery import verdict as verdicts
-from discovery.backends import SearchSettings, check_available, placeholders, prepare, search
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
-from orbits.workers import die_with_parent
+from orbitlaw.discovery import expression_text, powerlaw
+from orbitlaw.discovery import law as laws
+from orbitlaw.discovery import verdict as verdicts
+from orbitlaw.discovery.backends import SearchSettings, check_available, placeholders, prepare, search
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.orbits.workers import die_with_parent
 
 GROUP_COLUMN = "sequence"
 """Rows that share this column's value (a probe's planet steps of one sequence) are not independent: the
@@ -278,7 +278,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         resume_dir: where finished seeds are kept so that a killed run resumes (None: not kept).
 
     Returns keys ``expression`` (sympy string in the feature names) and ``expression_latex``, ``verdict``
-    (one of :data:`discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
+    (one of :data:`orbitlaw.discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
     verdict is ``newtonian``), ``power_law`` (None or ``{"constant": C, "constant_ci95": [lo, hi],
     "exponents": {feature: k}, "G_relative_error": ..., "G_relative_error_ci95": [...]}``, the last two
     for Newton's form only), ``seeds_agreeing``, ``majority``, ``newtonian_seeds``, ``error`` (on all
@@ -370,7 +370,7 @@ def _data_hash(X: np.ndarray, y: np.ndarray) -> str:
 
 def _parses(result, n_features: int) -> bool:
     """Whether a resumed seed result's expressions are all plain expressions over the placeholders (read by
-    :mod:`discovery.expression_text`, never evaluated)."""
+    :mod:`orbitlaw.discovery.expression_text`, never evaluated)."""
     symbols = {str(s): s for s in placeholders(n_features)}
     try:
         for text in [result["expression"], *(c["expression"] for c in result["pareto"])]:
@@ -382,7 +382,7 @@ def _parses(result, n_features: int) -> bool:
 
 def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict,
                        groups: np.ndarray | None = None) -> dict:
-    """The seeds vote on a form; the winner is refitted on all rows and graded (:mod:`discovery.verdict`)."""
+    """The seeds vote on a form; the winner is refitted on all rows and graded (:mod:`orbitlaw.discovery.verdict`)."""
     symbols = placeholders(len(features))
     names = [str(s) for s in symbols]
     metric = config["metric"]

@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from discovery.law import error
+from orbitlaw.discovery.law import error
 
 VERDICTS = ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law", "inconclusive")
 
 MIN_VERDICT_ROWS = 100
 """Fewer usable rows than this: inconclusive. Each seed searches on one half of its rows and selects on the
-other (:func:`discovery.symbolic.fit_seed`), so below 100 a seed would select among laws on < 50 rows."""
+other (:func:`orbitlaw.discovery.symbolic.fit_seed`), so below 100 a seed would select among laws on < 50 rows."""
 
 MAX_EXPONENT_SE = 0.25
 """An exponent is decided when its standard error is at most this: the 95% interval (about +-2 se) then
@@ -47,7 +47,7 @@ def _exponents_are(power: dict | None, wanted: dict) -> bool:
 
 
 def form_grade(power: dict | None) -> str:
-    """The grade of one law from its form alone (``power`` as :func:`discovery.law.power_law` returns it,
+    """The grade of one law from its form alone (``power`` as :func:`orbitlaw.discovery.law.power_law` returns it,
     exponents keyed by feature name)."""
     if power is None:
         return "not-a-power-law"

@@ -5,9 +5,9 @@ All functions take causal q, k, v of shape (B, H, T, D) and return (B, H, T, D).
 does not import triton; without it, backend="auto" runs the PyTorch references.
 """
 
-from .attention import lssa_attention, lssar_attention
-from .backend import TRITON_HEAD_DIMS, cuda_kernel_supports_power, triton_available
-from .reference import laser_attention, lssa_reference, lssar_reference
+from orbitlaw.kernels.attention import lssa_attention, lssar_attention
+from orbitlaw.kernels.backend import TRITON_HEAD_DIMS, cuda_kernel_supports_power, triton_available
+from orbitlaw.kernels.reference import laser_attention, lssa_reference, lssar_reference
 
 __all__ = [
     "TRITON_HEAD_DIMS",

@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from .checks import check_backend
+from orbitlaw.kernels.checks import check_backend
 
 TRITON_HEAD_DIMS = (16, 32, 64, 128)
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)

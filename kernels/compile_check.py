@@ -6,7 +6,7 @@ kernels through Triton's own pipeline down to a cubin (with the ptxas Triton shi
 (H100 / H200) by default, so such errors show up on a machine without a GPU. TRITON_INTERPRET must be
 unset (the kernels are then compiled, not interpreted).
 
-    python -m kernels.compile_check [--arch 90] [--all]
+    python -m orbitlaw.kernels.compile_check [--arch 90] [--all]
 
 The default set covers every kernel and branch once (about a minute on one CPU core); --all compiles
 every autotuning candidate for bf16 and fp16, head dims 64 and 128 (several minutes).
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from .backend import interpreter_enabled, triton_available
+from orbitlaw.kernels.backend import interpreter_enabled, triton_available
 
 POINTER_ARGS = ("Q", "K", "V", "Out", "U", "DO", "DK", "DV", "DQ", "X")
 FLOAT32_POINTER_ARGS = ("RQ", "RK", "Stats")
@@ -27,7 +27,7 @@ FLOAT64_CHECKED = ("lssa_forward", "lssar_forward", "coefficients", "dkdv", "dq"
 
 
 def _kernels():
-    from . import lssa_triton, lssar_triton, triton_common
+    from orbitlaw.kernels import lssa_triton, lssar_triton, triton_common
 
     return {
         "lssa_forward": lssa_triton._lssa_forward_kernel,
@@ -41,7 +41,7 @@ def _kernels():
 
 def cases(full: bool = False) -> list[tuple[str, str, dict, int, int]]:
     """(kernel name, element dtype, constexprs, num_warps, num_stages) to compile."""
-    from .triton_common import DKDV_CANDIDATES, DQ_CANDIDATES, FORWARD_CANDIDATES
+    from orbitlaw.kernels.triton_common import DKDV_CANDIDATES, DQ_CANDIDATES, FORWARD_CANDIDATES
 
     def tiles(b):
         return {"BLOCK_M": b.block_m, "BLOCK_N": b.block_n}

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .triton_common import (
+from orbitlaw.kernels.triton_common import (
     FORWARD_CANDIDATES,
     N_STATS,
     STAT_INV_NORM,

@@ -19,8 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .backend import integer_power
-from .triton_common import (
+from orbitlaw.kernels.backend import integer_power
+from orbitlaw.kernels.triton_common import (
     FORWARD_CANDIDATES,
     N_STATS,
     STAT_INV_NORM,

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from .checks import check_chunk_size, check_p, check_qkv, check_window
+from orbitlaw.kernels.checks import check_chunk_size, check_p, check_qkv, check_window
 
 NORM_EPS = 1e-12
 """Norms are clamped below at this value before q and k are divided by them (as F.normalize)."""

@@ -33,8 +33,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .backend import integer_power, interpreter_enabled
-from .reference import NORM_EPS
+from orbitlaw.kernels.backend import integer_power, interpreter_enabled
+from orbitlaw.kernels.reference import NORM_EPS
 
 # Row statistics: one float32 tensor of shape (N_STATS, B, H, T); indices as compile-time constants.
 STAT_SUM = tl.constexpr(0)  # L_i, the LSSA row sum of softplus(S)

@@ -6,7 +6,7 @@ Every function takes causal q, k, v of shape (B, H, T, D) and returns (B, H, T, 
 - ``softmax``: softmax(q k^T / sqrt(d)) v, through PyTorch SDPA (flash / memory-efficient kernels).
 - ``lssa``, ``lssar``: length-scaled softplus attention, with re-weighting of power ``p``; the fused
   Triton kernels of ``kernels`` on CUDA (full causal attention), the chunked PyTorch reference elsewhere.
-- ``laser``: log(softmax(q k^T / sqrt(d)) exp(V - m)) + m on top of SDPA (``kernels.laser_attention``).
+- ``laser``: log(softmax(q k^T / sqrt(d)) exp(V - m)) + m on top of SDPA (``orbitlaw.kernels.laser_attention``).
 - ``sigmoid`` (Ramapuram et al. 2024): A_ij = sigmoid(q.k / sqrt(d) + b), b = -log(T), no normalisation.
 - ``relu`` (Wortsman et al. 2023): A_ij = relu(q.k / sqrt(d)) / n_i, n_i the number of keys of row i.
 
@@ -21,8 +21,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-import kernels
-from kernels.reference import attend_mask, query_chunks
+from orbitlaw import kernels
+from orbitlaw.kernels.reference import attend_mask, query_chunks
 
 ATTENTIONS = ("softmax", "lssa", "lssar", "laser", "sigmoid", "relu")
 

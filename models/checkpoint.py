@@ -29,7 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from orbits.provenance import write_text_atomic
+from orbitlaw.orbits.provenance import write_text_atomic
 
 
 def _fsync_dir(path: Path) -> None:

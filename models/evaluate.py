@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import orbits
-from models import checkpoint
-from models.gpt import GPT, GPTConfig
-from models.train import check_vocab, make_batch
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw import orbits
+from orbitlaw.models import checkpoint
+from orbitlaw.models.gpt import GPT, GPTConfig
+from orbitlaw.models.train import check_vocab, make_batch
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
@@ -97,7 +97,7 @@ def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
     """A regression model's MSE (AU^2) and mean position error (AU) on a split, read as in training (a
     chunked model: one fixed window per sequence, ending at a planet), beside the no-physics predictors on
     the same targets (those whose body has two earlier positions in the input)."""
-    from models.train import regression_batch
+    from orbitlaw.models.train import regression_batch
 
     bodies = int(np.asarray(split.n_planets)[0]) + 1
     total, count = 0.0, 0

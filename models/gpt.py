@@ -1,6 +1,6 @@
 """A GPT over pair tokens, in the spirit of nanoGPT's model.py.
 
-Input: tokens (B, T, 2) int64, one (x, y) pair of bin ids per token (see ``orbits.tokenizer``). Two
+Input: tokens (B, T, 2) int64, one (x, y) pair of bin ids per token (see ``orbitlaw.orbits.tokenizer``). Two
 embedding tables (one per coordinate, vocab x d) are concatenated and projected 2d -> d; learned
 absolute positions are added (or rotary embeddings applied to q and k); pre-LayerNorm blocks with a
 pluggable causal attention and a GELU MLP; one untied head of 2 x vocab logits. Output: logits
@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from models.attention import ATTENTIONS, attend
+from orbitlaw.models.attention import ATTENTIONS, attend
 
 
 @dataclass

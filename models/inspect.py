@@ -10,8 +10,8 @@ projection) is exactly what the model computes:
 
 q and k are taken from the model's own forward pass (a forward pre-hook on each block's attention
 records its input and rotary tables; q, k, v are then formed by the block's ``c_attn`` exactly as
-``CausalSelfAttention.forward`` does), and the weights follow the formulas of ``models.attention`` and
-``kernels.reference`` (science.md section 4) with the model's causal mask, sliding window, LSSAR power
+``CausalSelfAttention.forward`` does), and the weights follow the formulas of ``orbitlaw.models.attention`` and
+``orbitlaw.kernels.reference`` (science.md section 4) with the model's causal mask, sliding window, LSSAR power
 p and position encoding. Weights are computed in float32 (float64 for a float64 model), whatever
 backend (SDPA, Triton) the model itself used. Memory: n_layer x B x H x T^2 floats (gpt-109m at
 T = 999: 48 MB per sequence and layer).
@@ -29,8 +29,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kernels.reference import NORM_EPS, attend_mask, key_counts
-from models.gpt import GPT, CausalSelfAttention, apply_rope
+from orbitlaw.kernels.reference import NORM_EPS, attend_mask, key_counts
+from orbitlaw.models.gpt import GPT, CausalSelfAttention, apply_rope
 
 
 @torch.no_grad()
@@ -68,7 +68,7 @@ def attention_weights(model: GPT, tokens: torch.Tensor) -> list[torch.Tensor]:
     """Attention weights of every layer of ``model`` on ``tokens``.
 
     Args:
-        model: a GPT (any attention of ``models.attention.ATTENTIONS``, window, learned or rope positions).
+        model: a GPT (any attention of ``orbitlaw.models.attention.ATTENTIONS``, window, learned or rope positions).
         tokens: (B, T, 2) integer token ids (continuous (B, T, 2) AU for a regression model).
     Returns:
         n_layer float32 (float64 for a float64 model) tensors (B, H, T, T): entry [b, h, i, j] is the

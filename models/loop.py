@@ -1,5 +1,5 @@
-"""What every optimisation loop of the toolkit shares (pretraining in ``models.train``, the force probe's
-fine-tune in ``discovery.probe``): the forward precision, the AdamW parameter groups, and stopping on a
+"""What every optimisation loop of the toolkit shares (pretraining in ``orbitlaw.models.train``, the force probe's
+fine-tune in ``orbitlaw.discovery.probe``): the forward precision, the AdamW parameter groups, and stopping on a
 signal with a checkpoint saved."""
 
 from __future__ import annotations

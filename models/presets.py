@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from models.gpt import GPT, GPTConfig
+from orbitlaw.models.gpt import GPT, GPTConfig
 
 PRESETS: dict[str, dict] = {
     "gpt-109m": {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 999, "pos": "learned"},

@@ -10,7 +10,7 @@ global batch.
 
 Files of a run directory: ``config.json`` (model and training settings, dataset, seed, code version),
 ``metrics.jsonl`` (one object per logged step: step, train_loss, val_loss when evaluated, lr,
-tokens_per_s), ``loss.png``, and checkpoints (see ``models.checkpoint``).
+tokens_per_s), ``loss.png``, and checkpoints (see ``orbitlaw.models.checkpoint``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import orbits
-from models import checkpoint
-from models.gpt import GPT, GPTConfig
-from models.loop import StopOnSignal, TrainingStopped, adamw, autocast
-from models.presets import model_config
-from orbits.provenance import OutputLock, atomic_path, code_version, dependency_versions, write_text_atomic
+from orbitlaw import orbits
+from orbitlaw.models import checkpoint
+from orbitlaw.models.gpt import GPT, GPTConfig
+from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast
+from orbitlaw.models.presets import model_config
+from orbitlaw.orbits.provenance import OutputLock, atomic_path, code_version, dependency_versions, write_text_atomic
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
                         "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
@@ -206,7 +206,7 @@ def regression_batch(split, idx: np.ndarray, length: int, chunk: int | None, noi
 
     Unchunked: the first ``length`` positions. Chunked: one window of ``chunk`` positions per sequence,
     ending at a uniformly drawn planet position (never before the sequence start): a window always ends the
-    way the probes read it (a planet's position; ``models.gpt`` reads each position through the window
+    way the probes read it (a planet's position; ``orbitlaw.models.gpt`` reads each position through the window
     that ends there), so the model knows which body each position holds. Gaussian noise of standard
     deviation ``noise`` (AU) is added to the inputs, never the targets. Windows and noise come from a PCG64
     stream keyed by ``key`` (seed, step, rank, micro-batch): batches are a pure function of it. NaN pads
@@ -241,7 +241,7 @@ def check_vocab(model_cfg: GPTConfig, split) -> None:
 
 
 def make_optimizer(model: GPT, cfg: TrainConfig, device) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT (``models.loop.adamw``)."""
+    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT (``orbitlaw.models.loop.adamw``)."""
     return adamw(model, cfg.lr, cfg.weight_decay, cfg.betas, device)
 
 

@@ -2,17 +2,17 @@
 
 Units everywhere: AU, years, solar masses (G = 4 pi^2 AU^3 / (M_sun yr^2)). Depends on nothing else in
 orbitlaw. Entry points: :func:`simulate` writes a dataset, :func:`load_dataset` reads one,
-:func:`plot_system` draws a system's orbits; the analytic engine is in :mod:`orbits.kepler`, exact
-N-body in :mod:`orbits.nbody`, the pair tokeniser in :mod:`orbits.tokenizer`.
+:func:`plot_system` draws a system's orbits; the analytic engine is in :mod:`orbitlaw.orbits.kepler`, exact
+N-body in :mod:`orbitlaw.orbits.nbody`, the pair tokeniser in :mod:`orbitlaw.orbits.tokenizer`.
 """
 
-from orbits.dataset import Split, load_dataset, parse_splits, simulate
-from orbits.kepler import relative_states, solve_kepler
-from orbits.numba_cache import drop_stale_cache
-from orbits.plot import plot_system
-from orbits.presets import PRESETS, preset_params
-from orbits.systems import G, SystemBatch
-from orbits.tokenizer import TokenizerSpec
+from orbitlaw.orbits.dataset import Split, load_dataset, parse_splits, simulate
+from orbitlaw.orbits.kepler import relative_states, solve_kepler
+from orbitlaw.orbits.numba_cache import drop_stale_cache
+from orbitlaw.orbits.plot import plot_system
+from orbitlaw.orbits.presets import PRESETS, preset_params
+from orbitlaw.orbits.systems import G, SystemBatch
+from orbitlaw.orbits.tokenizer import TokenizerSpec
 
 __all__ = ["G", "PRESETS", "Split", "SystemBatch", "TokenizerSpec", "load_dataset", "parse_splits",
            "plot_system", "preset_params", "relative_states", "simulate", "solve_kepler"]

@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from orbits import generate, nbody, presets
-from orbits.provenance import OutputLock, code_version, dependency_versions, write_json_atomic
-from orbits.systems import SystemBatch
-from orbits.tokenizer import TokenizerSpec
-from orbits.workers import die_with_parent
+from orbitlaw.orbits import generate, nbody, presets
+from orbitlaw.orbits.provenance import OutputLock, code_version, dependency_versions, write_json_atomic
+from orbitlaw.orbits.systems import SystemBatch
+from orbitlaw.orbits.tokenizer import TokenizerSpec
+from orbitlaw.orbits.workers import die_with_parent
 
 FORMAT_VERSION = 1
 SHARD_SIZE = 1024

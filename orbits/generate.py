@@ -11,9 +11,17 @@ import math
 import numba
 import numpy as np
 
-from orbits.kepler import SEGMENT, _orbit_state, _reduce, _solve_cold, _solve_trajectories, _warm_started, _warm_step
-from orbits.systems import G, SystemBatch
-from orbits.tokenizer import TokenizerSpec, _bin
+from orbitlaw.orbits.kepler import (
+    SEGMENT,
+    _orbit_state,
+    _reduce,
+    _solve_cold,
+    _solve_trajectories,
+    _warm_started,
+    _warm_step,
+)
+from orbitlaw.orbits.systems import G, SystemBatch
+from orbitlaw.orbits.tokenizer import TokenizerSpec, _bin
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from orbits.systems import G, SystemBatch
+from orbitlaw.orbits.systems import G, SystemBatch
 
 
 def _rebound():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orbits import generate, presets
+from orbitlaw.orbits import generate, presets
 
 
 def system_positions(split, index: int) -> np.ndarray:
@@ -22,7 +22,7 @@ def system_positions(split, index: int) -> np.ndarray:
 
 
 def plot_system(split, index: int = 0, ax=None, out: str | Path | None = None):
-    """Draw sequence ``index`` of a loaded split (see ``orbits.load_dataset``); save to ``out`` if given.
+    """Draw sequence ``index`` of a loaded split (see ``orbitlaw.orbits.load_dataset``); save to ``out`` if given.
 
     Returns the matplotlib Axes. Planets are coloured lines, the star a black line (or a star marker
     when it is frozen); small dots mark the decoded token positions (bin centres).

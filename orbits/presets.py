@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orbits import kepler
-from orbits.systems import G, SystemBatch, empty_batch
-from orbits.tokenizer import TIME_STEPS
+from orbitlaw.orbits import kepler
+from orbitlaw.orbits.systems import G, SystemBatch, empty_batch
+from orbitlaw.orbits.tokenizer import TIME_STEPS
 
 # scipy.stats.gamma.fit on the planet masses (M_sun) below their 90th percentile, and
 # scipy.stats.lognorm.fit on the star masses (M_sun), of ../shared/reference/vafa2025/exoplanet_data.csv

@@ -16,7 +16,9 @@ RESULT_DEPENDENCIES = ("numpy", "scipy", "torch", "triton", "numba", "rebound", 
                        "scikit-learn", "safetensors")
 """Packages whose version can change a number orbitlaw writes (recorded beside every code version)."""
 
-PACKAGES = ("orbits", "models", "kernels", "discovery", "orbitlaw")
+ROOMS = ("orbits", "models", "kernels", "discovery")
+"""orbitlaw's rooms (installed as ``orbitlaw.<room>``)."""
+
 
 
 def code_version() -> str:
@@ -52,15 +54,27 @@ def dependency_versions() -> dict[str, str | None]:
     return out
 
 
+def _source_files() -> list[tuple[str, Path]]:
+    """(name inside the package, file) for every Python source of orbitlaw and its rooms, the same names
+    whether the rooms sit beside ``orbitlaw/`` (a checkout) or inside it (an installed wheel)."""
+    base = Path(__file__).resolve().parent.parent  # the checkout's root, or the installed orbitlaw/
+    rooms = [base / room for room in ROOMS]
+    core = base if base.name == "orbitlaw" and (base / "cli.py").is_file() else base / "orbitlaw"
+    files = [(f"orbitlaw/{f.relative_to(core)}", f) for f in core.rglob("*.py")
+             if not any(f.is_relative_to(room) for room in rooms)]
+    for room in rooms:
+        files += [(f"orbitlaw/{room.name}/{f.relative_to(room)}", f) for f in room.rglob("*.py")]
+    return sorted(files)
+
+
 def source_digest() -> str:
-    """sha256 (16 hex digits) of every Python source file of the toolkit's packages, by path and content:
-    changes with any code change, committed or not, and with nothing else (README edits do not count)."""
-    root = Path(__file__).resolve().parent.parent
+    """sha256 (16 hex digits) of every Python source file of the toolkit, by name and content: changes
+    with any code change, committed or not, and with nothing else (README edits do not count); the same
+    for a checkout and the wheel built from it."""
     digest = hashlib.sha256()
-    for package in PACKAGES:
-        for f in sorted((root / package).rglob("*.py")):
-            digest.update(str(f.relative_to(root)).encode())
-            digest.update(hashlib.sha256(f.read_bytes()).digest())
+    for name, f in _source_files():
+        digest.update(name.encode())
+        digest.update(hashlib.sha256(f.read_bytes()).digest())
     return digest.hexdigest()[:16]
 
 

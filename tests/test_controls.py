@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-import orbits
-from discovery import probe_data
-from discovery.oracle import OracleConfig, run_oracle, window_features
-from models.checkpoint import latest, load
-from models.presets import build_model
-from models.train import TrainConfig, read_metrics, train
+from orbitlaw import orbits
+from orbitlaw.discovery import probe_data
+from orbitlaw.discovery.oracle import OracleConfig, run_oracle, window_features
+from orbitlaw.models.checkpoint import latest, load
+from orbitlaw.models.presets import build_model
+from orbitlaw.models.train import TrainConfig, read_metrics, train
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_window_oracle_reads_exactly_the_positions_a_chunked_model_sees(data, tm
 
 
 def test_training_windows_end_at_a_planet_position(data):
-    from models.train import regression_batch
+    from orbitlaw.models.train import regression_batch
 
     pre, _ = data
     split = orbits.load_dataset(pre)["train"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import orbits
-from orbits import dataset
+from orbitlaw import orbits
+from orbitlaw.orbits import dataset
 
 
 def _cli(*args, **kwargs):
@@ -222,7 +222,7 @@ def test_plot_from_api_and_cli(tmp_path):
 
 
 def _peak_rss_mb(n: int, out: Path) -> float:
-    code = ("import resource, orbits; "
+    code = ("import resource; from orbitlaw import orbits; "
             f"orbits.simulate('vafa2025', {{'train': {n}}}, 0, {str(out)!r}, progress=False); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

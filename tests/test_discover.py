@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 import sympy
 
-from discovery import law as laws
-from discovery.backends import SearchSettings
-from discovery.symbolic import discover_law, partial_dir
 from orbitlaw.cli import main
+from orbitlaw.discovery import law as laws
+from orbitlaw.discovery.backends import SearchSettings
+from orbitlaw.discovery.symbolic import discover_law, partial_dir
 
 G = 4 * math.pi**2
 r, m1, m2 = sympy.symbols("r m1 m2")

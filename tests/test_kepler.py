@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from orbits import G, kepler
+from orbitlaw.orbits import G, kepler
 
 
 def test_kepler_matches_bracketed_root_finding():

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from orbits import kepler
-from orbits.tokenizer import TIME_STEPS
+from orbitlaw.orbits import kepler
+from orbitlaw.orbits.tokenizer import TIME_STEPS
 
 ECCENTRICITIES = [0.0, 0.1, 0.5, 0.9, 0.97, 0.99]
 # Mean anomaly per step (rad): tiny and small (warm-started), just either side of the warm limit, and

@@ -1,7 +1,7 @@
 """The Triton kernels compile for an H100 / H200 (sm_90) on a machine without a GPU.
 
 The interpreter used by tests/test_kernels.py accepts some programs the GPU compiler rejects and never
-takes the GPU-only branches; this runs `python -m kernels.compile_check` (Triton's compiler down to a
+takes the GPU-only branches; this runs `python -m orbitlaw.kernels.compile_check` (Triton's compiler down to a
 cubin, no device needed) in a subprocess without TRITON_INTERPRET.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from kernels.backend import triton_available
+from orbitlaw.kernels.backend import triton_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,7 +33,7 @@ def test_kernels_compile_for_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     res = subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "kernels.compile_check", "--arch", "90"],
+        [sys.executable, "-W", "ignore", "-m", "orbitlaw.kernels.compile_check", "--arch", "90"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from discovery.llm import parse_answer
-from discovery.llm.prompt import build_prompt
-from discovery.llm.providers import Settings
-from discovery.llm.runner import run as run_llm
-from discovery.llm.systems import generate_systems
 from orbitlaw.cli import main
+from orbitlaw.discovery.llm import parse_answer
+from orbitlaw.discovery.llm.prompt import build_prompt
+from orbitlaw.discovery.llm.providers import Settings
+from orbitlaw.discovery.llm.runner import run as run_llm
+from orbitlaw.discovery.llm.systems import generate_systems
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "vafa2025"
 KEY = "sk-test-Zq8vJ1nR4tS7uW0x"
@@ -347,8 +347,8 @@ def test_other_sdks_over_loopback(env, systems, tmp_path, provider, env_name, sd
 
 def test_two_models_share_a_directory_and_sr_runs(env, systems, tmp_path):
     pytest.importorskip("pyoperon")
-    pytest.importorskip("discovery.symbolic", reason="the symbolic regression (discovery.symbolic) is not there")
-    from discovery.backends import SearchSettings
+    pytest.importorskip("orbitlaw.discovery.symbolic", reason="orbitlaw.discovery.symbolic is not there")
+    from orbitlaw.discovery.backends import SearchSettings
 
     out = tmp_path / "run"
     with FakeLLM(systems) as fake:
@@ -367,7 +367,7 @@ def test_two_models_share_a_directory_and_sr_runs(env, systems, tmp_path):
 
 @pytest.mark.parametrize("offset", [270, 285, 295, 299])
 def test_an_api_key_straddling_the_error_cut_never_leaks(monkeypatch, offset):
-    from discovery.llm.providers import ChatClient
+    from orbitlaw.discovery.llm.providers import ChatClient
 
     key = "sk-THISISASECRETKEY0123456789abcdef"
     monkeypatch.setenv("OPENAI_API_KEY", key)

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-import models
-from models.attention import relu_attention, sigmoid_attention
+from orbitlaw import models
+from orbitlaw.models.attention import relu_attention, sigmoid_attention
 
 SMALL = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 48}
 
@@ -132,7 +132,7 @@ def test_regression_variant():
 
 
 def test_fourier_init_lays_out_x_and_y_and_reads_them_back():
-    from models.gpt import FOURIER_HEAD_RMS
+    from orbitlaw.models.gpt import FOURIER_HEAD_RMS
 
     torch.manual_seed(0)
     model = models.build_model("tiny", embed_init="fourier")

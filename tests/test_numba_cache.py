@@ -1,7 +1,7 @@
 """The package drops its cached numba kernels when any of its sources changes (numba alone would not
 notice an edit to a module whose code another module's kernel has inlined)."""
 
-from orbits.numba_cache import STAMP, drop_stale_cache, sources_digest
+from orbitlaw.orbits.numba_cache import STAMP, drop_stale_cache, sources_digest
 
 
 def test_stale_kernels_dropped_when_any_source_changes(tmp_path):

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbits import G, generate, kepler, nbody, presets
-from orbits.dataset import build_block
-from orbits.tokenizer import TokenizerSpec
+from orbitlaw.orbits import G, generate, kepler, nbody, presets
+from orbitlaw.orbits.dataset import build_block
+from orbitlaw.orbits.tokenizer import TokenizerSpec
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vafa2025"
 SPEC = TokenizerSpec()

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from orbits import preset_params
-from orbits.dataset import SHARD_SIZE, build_block
-from orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
-from orbits.tokenizer import TokenizerSpec
+from orbitlaw.orbits import preset_params
+from orbitlaw.orbits.dataset import SHARD_SIZE, build_block
+from orbitlaw.orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
+from orbitlaw.orbits.tokenizer import TokenizerSpec
 
 BLOCKS = 3  # 3,072 systems
 
@@ -68,7 +68,7 @@ def test_one_planet_and_a_moving_star_in_true_two_body_motion(exoplanet_arrays):
 
 
 def test_llm_systems_come_from_the_reference_probe_set_by_default():
-    from discovery.llm.systems import generate_systems
+    from orbitlaw.discovery.llm.systems import generate_systems
 
     default, variant = generate_systems(8, seed=3), generate_systems(8, seed=3, preset="two-body")
     planets = np.array([s.m1[0] for s in default])

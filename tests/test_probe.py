@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-import orbits
-from discovery import probe_data
-from discovery.linear_probe import LinearProbeConfig, linear_probes
-from discovery.oracle import OracleConfig, run_oracle
-from discovery.probe import ForceProbe, ForceScaling, dense_targets, masked_mse, sequence_mse
-from models import build_model, checkpoint
-from models.evaluate import load_run
+from orbitlaw import orbits
 from orbitlaw.cli import main
+from orbitlaw.discovery import probe_data
+from orbitlaw.discovery.linear_probe import LinearProbeConfig, linear_probes
+from orbitlaw.discovery.oracle import OracleConfig, run_oracle
+from orbitlaw.discovery.probe import ForceProbe, ForceScaling, dense_targets, masked_mse, sequence_mse
+from orbitlaw.models import build_model, checkpoint
+from orbitlaw.models.evaluate import load_run
 
 SMALL = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 64}
 TWO_BODY = {"seq_len": 65, "steps": 32, "mass_uniform": [1e-3, 1.1e-3], "a_range": [0.5, 3.0]}
@@ -365,7 +365,7 @@ def test_a_flag_contradicting_the_reference_protocol_is_a_one_line_error(env, tm
 def test_the_oracle_under_the_reference_protocol_uses_the_reference_label_draw(env, tmp_path):
     import pandas as pd
 
-    from discovery import probe_data
+    from orbitlaw.discovery import probe_data
 
     out = tmp_path / "oracle-ref"
     assert _cli("--oracle", "knn", "--data", env["data"], "--out", out, "--protocol", "reference") == 0

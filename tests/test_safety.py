@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-import orbits
-from discovery.expression_text import parse
-from discovery.symbolic import discover_law
-from models.train import TrainConfig, train
+from orbitlaw import orbits
+from orbitlaw.discovery.expression_text import parse
+from orbitlaw.discovery.symbolic import discover_law
+from orbitlaw.models.train import TrainConfig, train
 
 
 class _Planted:
@@ -92,7 +92,7 @@ def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path)
     r, m1, m2 = rng.uniform(0.5, 5, 400), rng.uniform(0.1, 1, 400), rng.uniform(0.1, 1, 400)
     table = {"r": r, "m1": m1, "m2": m2, "F": 39.478 * m1 * m2 / r**2}
     kw = dict(seeds=1, points=150, restarts=1, resume_dir=tmp_path / "resume")
-    from discovery.backends import SearchSettings
+    from orbitlaw.discovery.backends import SearchSettings
 
     kw["settings"] = SearchSettings(budget=2000)
     first = discover_law(table, "F", **kw)
@@ -108,7 +108,7 @@ def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path)
 
 
 def test_a_second_writer_into_the_same_output_is_refused(run, tmp_path):
-    from orbits.provenance import OutputLock
+    from orbitlaw.orbits.provenance import OutputLock
 
     pre, _ = run
     run = tmp_path / "run"

@@ -7,11 +7,11 @@ import pytest
 import torch
 from matplotlib.image import imread
 
-import orbits
-from models import ATTENTIONS, GPT, GPTConfig
-from models.evaluate import evaluate, load_run
-from models.inspect import attention_entropy, attention_qkv, attention_weights, max_weight
-from models.train import TrainConfig, train
+from orbitlaw import orbits
+from orbitlaw.models import ATTENTIONS, GPT, GPTConfig
+from orbitlaw.models.evaluate import evaluate, load_run
+from orbitlaw.models.inspect import attention_entropy, attention_qkv, attention_weights, max_weight
+from orbitlaw.models.train import TrainConfig, train
 from orbitlaw.study.figures import plot_attention, plot_extrapolation, plot_loss_curves
 
 T = 24

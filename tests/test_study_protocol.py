@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from models.train import TrainConfig
 from orbitlaw.cli import main
+from orbitlaw.models.train import TrainConfig
 from orbitlaw.study.presets import PRESETS, study_config
 
 REFERENCE_RECIPE = {"preset": "gpt-109m", "pos": "learned", "lr": 6e-4, "schedule": "constant", "warmup_steps": 0,

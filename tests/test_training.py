@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-import orbits
-from models.train import TrainConfig, TrainingStopped, read_metrics, train
+from orbitlaw import orbits
+from orbitlaw.models.train import TrainConfig, TrainingStopped, read_metrics, train
 
 SMALL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
 
@@ -78,7 +78,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_matches(data, tmp_path):
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path, monkeypatch):
-    from models import gpt
+    from orbitlaw.models import gpt
 
     original = gpt.GPT.loss
     calls = {"n": 0}
@@ -199,7 +199,7 @@ def test_resume_refuses_settings_that_change_the_trajectory(data, tmp_path):
 
 
 def test_baseline_guesses_repeat_and_extrapolate_each_body():
-    from models.evaluate import _baseline_guesses
+    from orbitlaw.models.evaluate import _baseline_guesses
 
     # targets of one sequence with 2 bodies per step: body A moves +10 bins a step, body B stays; a pad at the end
     true = np.array([[100, 50], [900, 900], [110, 50], [900, 900], [120, 50], [900, 900], [130, 50], [7002, 7002]])

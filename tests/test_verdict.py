@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import sympy
 
-from discovery import law as laws
-from discovery import powerlaw
-from discovery.backends import SearchSettings, placeholders
-from discovery.symbolic import best_restart, cross_seed_verdict, discover_law, split_rows
-from discovery.verdict import MIN_VERDICT_ROWS, VERDICTS, constant_error, form_grade
+from orbitlaw.discovery import law as laws
+from orbitlaw.discovery import powerlaw
+from orbitlaw.discovery.backends import SearchSettings, placeholders
+from orbitlaw.discovery.symbolic import best_restart, cross_seed_verdict, discover_law, split_rows
+from orbitlaw.discovery.verdict import MIN_VERDICT_ROWS, VERDICTS, constant_error, form_grade
 
 G = 4 * math.pi**2
 FAST = SearchSettings(budget=10_000)

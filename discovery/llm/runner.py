@@ -22,13 +22,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from discovery.llm.cache import ResponseCache, request_key
-from discovery.llm.parse import parse_answer
-from discovery.llm.prompt import build_prompt
-from discovery.llm.providers import ChatClient, Settings, check_provider
-from discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
-from discovery.llm.systems import generate_systems, read_layout, write_layout
-from orbits.provenance import write_text_atomic
+from orbitlaw.discovery.llm.cache import ResponseCache, request_key
+from orbitlaw.discovery.llm.parse import parse_answer
+from orbitlaw.discovery.llm.prompt import build_prompt
+from orbitlaw.discovery.llm.providers import ChatClient, Settings, check_provider
+from orbitlaw.discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
+from orbitlaw.discovery.llm.systems import generate_systems, read_layout, write_layout
+from orbitlaw.orbits.provenance import write_text_atomic
 
 SR_SEEDS = 5
 SR_POINTS = 1000
@@ -38,13 +38,13 @@ SR_RESTARTS = 3
 def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, restarts: int = SR_RESTARTS,
              resume_dir: Path | None = None, settings=None, target: str = "F_pred") -> dict:
     """Symbolic regression of ``target`` (F_pred; F_true for the control) on (r, m1, m2) over answer rows, through
-    :func:`discovery.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
+    :func:`orbitlaw.discovery.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
     ``restarts``): its LAW dict (``expression``, ``newtonian``, ``power_law``, ``per_seed``, ``pareto``,
     ...), or ``{"status": "failed"|"unavailable", "reason": ...}`` when it cannot run (too few answers, a
-    constant answer, no SR package). ``settings``: a :class:`discovery.backends.SearchSettings` (None:
+    constant answer, no SR package). ``settings``: a :class:`orbitlaw.discovery.backends.SearchSettings` (None:
     the defaults)."""
     try:
-        from discovery.symbolic import discover_law
+        from orbitlaw.discovery.symbolic import discover_law
     except ImportError as exc:
         return {"status": "unavailable", "reason": f"symbolic regression not available: {exc}"}
     try:
@@ -140,7 +140,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
     before anything is written, and RuntimeError when every request failed.
     """
-    from orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
@@ -235,7 +235,7 @@ def _other_rows(out: Path, model: str) -> list[dict]:
 
 
 def _plot(out: Path, systems, rows: list[dict]) -> None:
-    from discovery.llm.plot import plot_forces
+    from orbitlaw.discovery.llm.plot import plot_forces
 
     answers: dict[str, dict[int, dict[int, float]]] = {}
     for row in rows:
@@ -263,8 +263,8 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
           sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS, sr_restarts: int = SR_RESTARTS,
           sr_settings=None, figure: str | Path | None = None) -> dict:
     """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON)."""
-    from discovery.llm.score import score_reference
-    from orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.discovery.llm.score import score_reference
+    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
     out = Path(out)
     if out.suffix != ".json":
@@ -292,7 +292,7 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
         answers: dict[str, dict[int, dict[int, float]]] = {}
         for row in rows:
             answers.setdefault(row["model"], {}).setdefault(row["system"], {})[row["step"]] = row["F_pred"]
-        from discovery.llm.plot import plot_forces
+        from orbitlaw.discovery.llm.plot import plot_forces
 
         plot_forces(Path(figure), read_layout(Path(prompts)), answers)
     write_json_atomic(out, doc)

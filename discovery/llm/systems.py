@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from discovery.llm.prompt import REVEALED, STEPS
-from orbits.provenance import atomic_path
+from orbitlaw.discovery.llm.prompt import REVEALED, STEPS
+from orbitlaw.orbits.provenance import atomic_path
 
 SPLIT = "llm"
 PRESETS = ("two-body-exoplanet", "two-body")
@@ -66,9 +66,9 @@ def revealed_steps(seed: int, index: int, steps: int = STEPS, k: int = REVEALED)
 
 def generate_systems(n: int, seed: int, steps: int = STEPS, preset: str = PRESETS[0]) -> list[System]:
     """Systems 0..n-1 of ``preset`` for ``seed`` (see the module docstring)."""
-    from orbits import preset_params
-    from orbits.dataset import SHARD_SIZE, build_block
-    from orbits.tokenizer import TokenizerSpec
+    from orbitlaw.orbits import preset_params
+    from orbitlaw.orbits.dataset import SHARD_SIZE, build_block
+    from orbitlaw.orbits.tokenizer import TokenizerSpec
 
     if n < 1:
         raise ValueError(f"--systems must be >= 1, got {n}")
@@ -95,7 +95,7 @@ def generate_systems(n: int, seed: int, steps: int = STEPS, preset: str = PRESET
 
 def write_layout(directory: Path, systems: list[System], prompts: list[str]) -> None:
     """Write the systems and their prompts in the reference layout (each file atomically)."""
-    from orbits.provenance import write_text_atomic
+    from orbitlaw.orbits.provenance import write_text_atomic
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

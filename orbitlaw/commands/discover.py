@@ -52,9 +52,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from discovery.backends import SearchSettings
-    from discovery.pareto_plot import plot_pareto
-    from discovery.symbolic import discover_to_file
+    from orbitlaw.discovery.backends import SearchSettings
+    from orbitlaw.discovery.pareto_plot import plot_pareto
+    from orbitlaw.discovery.symbolic import discover_to_file
 
     out = Path(args.out)
     if out.suffix != ".json":

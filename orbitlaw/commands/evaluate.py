@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from models.evaluate import evaluate
+    from orbitlaw.models.evaluate import evaluate
 
     lengths = _lengths(args.lengths) if args.lengths else None
     result = evaluate(args.run, args.data, lengths=lengths, split=args.split, n_seq=args.sequences,

@@ -7,7 +7,7 @@ import sys
 
 
 def add_parser(sub) -> None:
-    from discovery.llm.providers import PROVIDERS
+    from orbitlaw.discovery.llm.providers import PROVIDERS
 
     p = sub.add_parser("llm", help="LLM baselines: prompt LLMs for the two-body force, score the answers",
                        description="Ask an LLM for the gravitational force of two-body systems (the prompt of "
@@ -70,8 +70,8 @@ def _print_summary(doc: dict) -> None:
 
 
 def run(args) -> int:
-    from discovery.llm.providers import Settings, check_provider
-    from discovery.llm.runner import run as run_llm
+    from orbitlaw.discovery.llm.providers import Settings, check_provider
+    from orbitlaw.discovery.llm.runner import run as run_llm
 
     check_provider(args.provider)
     if args.systems < 1:
@@ -94,7 +94,7 @@ def run(args) -> int:
 
 
 def score(args) -> int:
-    from discovery.llm.runner import score as score_llm
+    from orbitlaw.discovery.llm.runner import score as score_llm
 
     doc = score_llm(args.prompts, args.predictions, args.out, run_discovery=args.discover,
                     sr_seeds=args.sr_seeds, sr_points=args.sr_points,

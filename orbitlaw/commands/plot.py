@@ -16,8 +16,8 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    import orbits
-    from orbits.provenance import atomic_path
+    from orbitlaw import orbits
+    from orbitlaw.orbits.provenance import atomic_path
 
     data = orbits.load_dataset(args.data)
     name = args.split or next(iter(data))

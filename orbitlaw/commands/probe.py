@@ -71,7 +71,7 @@ def run(args) -> int:
     if args.oracle:
         if args.run:
             raise ValueError("--oracle needs no --run (it uses the true state, not a model)")
-        from discovery.oracle import OracleConfig, run_oracle
+        from orbitlaw.discovery.oracle import OracleConfig, run_oracle
 
         result = run_oracle(OracleConfig(
             oracle=args.oracle, data=args.data, out=args.out, target=args.target, split=args.split,
@@ -85,7 +85,7 @@ def run(args) -> int:
     if args.context is not None:
         raise ValueError("--context is for oracles; a run's probe uses the run's context")
     if args.linear:
-        from discovery.linear_probe import LinearProbeConfig, linear_probes
+        from orbitlaw.discovery.linear_probe import LinearProbeConfig, linear_probes
 
         result = linear_probes(LinearProbeConfig(
             run=args.run, data=args.data, out=args.out, split=args.split, train_sequences=args.train_sequences,
@@ -94,8 +94,8 @@ def run(args) -> int:
             progress=not args.quiet)
         print(json.dumps(result["best"]))
         return 0
-    from discovery.probe import ProbeConfig, finetune
-    from models.train import TrainingStopped
+    from orbitlaw.discovery.probe import ProbeConfig, finetune
+    from orbitlaw.models.train import TrainingStopped
 
     cfg = ProbeConfig(run=args.run, data=args.data, out=args.out, target=args.target, split=args.split,
                       steps=args.steps, batch=args.batch, lr=args.lr, train_sequences=args.train_sequences,

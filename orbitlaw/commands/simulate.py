@@ -1,4 +1,4 @@
-"""``orbitlaw simulate``: write an orbit dataset (see ``orbits.dataset``)."""
+"""``orbitlaw simulate``: write an orbit dataset (see ``orbitlaw.orbits.dataset``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from orbitlaw.errors import UserError
 
 
 def add_parser(sub) -> None:
-    import orbits
+    from orbitlaw import orbits
 
     p = sub.add_parser("simulate", help="simulate planetary systems and write a tokenised dataset",
                        description="Simulate planetary systems and write a tokenised dataset directory.")
@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    import orbits
+    from orbitlaw import orbits
 
     overrides = None
     if args.config:

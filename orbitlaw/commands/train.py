@@ -59,7 +59,7 @@ def _from_file(args):
     import dataclasses
     import json
 
-    from models.train import TrainConfig
+    from orbitlaw.models.train import TrainConfig
 
     given = [k for k, v in vars(args).items() if k not in _NOT_SETTINGS and v != args.get_default(k)]
     if given:
@@ -78,7 +78,7 @@ def _from_file(args):
 
 
 def run(args) -> int:
-    from models.train import TrainConfig, TrainingStopped, train
+    from orbitlaw.models.train import TrainConfig, TrainingStopped, train
 
     if args.config:
         cfg = _from_file(args)

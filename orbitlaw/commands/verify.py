@@ -17,8 +17,8 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import numpy as np
 
-    import orbits
-    from models.train import check_ids
+    from orbitlaw import orbits
+    from orbitlaw.models.train import check_ids
 
     splits = orbits.load_dataset(args.data, verify=True)
     for name, split in splits.items():

@@ -3,7 +3,7 @@
 Each function draws with matplotlib's object API (Agg canvas, no pyplot state), writes one PNG
 atomically (a temporary file beside it, then ``os.replace``), creates the parent folder and returns the
 path. Each takes a dict keyed by a label (normally the attention name) and raises a one-line ValueError
-when there is nothing to draw. The six attentions of ``models.attention.ATTENTIONS`` keep one colour in
+when there is nothing to draw. The six attentions of ``orbitlaw.models.attention.ATTENTIONS`` keep one colour in
 every figure; other labels take the remaining colours in order.
 """
 
@@ -17,11 +17,11 @@ import torch
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from models.attention import ATTENTIONS
-from models.gpt import GPT
-from models.inspect import attention_entropy, attention_weights
-from models.train import read_metrics
-from orbits.provenance import atomic_path
+from orbitlaw.models.attention import ATTENTIONS
+from orbitlaw.models.gpt import GPT
+from orbitlaw.models.inspect import attention_entropy, attention_weights
+from orbitlaw.models.train import read_metrics
+from orbitlaw.orbits.provenance import atomic_path
 
 DPI = 110
 MAP_TOKENS = 200
@@ -46,7 +46,7 @@ def plot_loss_curves(runs: dict[str, Path], out: Path) -> Path:
     """Training and validation loss (nats per coordinate) against step, one colour per run.
 
     Args:
-        runs: label -> training run directory (its ``metrics.jsonl``, see ``models.train``); runs without
+        runs: label -> training run directory (its ``metrics.jsonl``, see ``orbitlaw.models.train``); runs without
             metrics are left out.
         out: the PNG to write (left panel: training loss; right panel: validation loss).
     """
@@ -78,7 +78,7 @@ def plot_extrapolation(evals: dict[str, dict], out: Path) -> Path:
     """Next-token loss against the context multiple (log2 axis) for each run with length extrapolation.
 
     Args:
-        evals: label -> the dict of a run's ``eval.json`` (``models.evaluate.evaluate``); entries without
+        evals: label -> the dict of a run's ``eval.json`` (``orbitlaw.models.evaluate.evaluate``); entries without
             an ``extrapolation`` part ({"context": tokens, "loss": {"1": loss, "2": loss, ...}}) are skipped.
         out: the PNG to write.
     """
@@ -124,7 +124,7 @@ def plot_attention(models: dict[str, GPT], tokens: np.ndarray, maps_out: Path, e
             its first block_size tokens.
         maps_out: PNG of one panel per model: the weights of layer ``layer`` averaged over heads, for the
             first sequence and the first MAP_TOKENS queries and keys, on a log colour scale (white: masked).
-        entropy_out: PNG of the entropy (nats, ``models.inspect.attention_entropy``; rows normalised to
+        entropy_out: PNG of the entropy (nats, ``orbitlaw.models.inspect.attention_entropy``; rows normalised to
             sum 1) of each query's weights, averaged over heads, layers and sequences, against query
             position t (0-based), with uniform attention over the causal prefix, log(t + 1), dashed.
             A model with a sliding window w can reach at most log(w).

@@ -6,10 +6,10 @@ import json
 import os
 from pathlib import Path
 
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
 from orbitlaw.study.presets import study_config
-from orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orbits.provenance import write_text_atomic
+from orbitlaw.orbits.provenance import write_text_atomic
 
 
 def _num(x, fmt=".3f") -> str:
@@ -36,8 +36,8 @@ def _rel(study, path: Path) -> str:
 
 def figures(study, results: dict) -> dict[str, str]:
     """Draw the study's figures into STUDY/figures; returns name -> path relative to STUDY."""
-    import orbits
-    from models.evaluate import load_run
+    from orbitlaw import orbits
+    from orbitlaw.models.evaluate import load_run
     from orbitlaw.study import figures as fig
 
     out = study.path("figures")

@@ -1,6 +1,6 @@
 """The stages of ``orbitlaw run``, each cached in ``STUDY/stages/<name>.json`` keyed by its config.
 
-A stage's key is its config, the digest of the toolkit's source (``orbits.provenance.source_digest``: any
+A stage's key is its config, the digest of the toolkit's source (``orbitlaw.orbits.provenance.source_digest``: any
 code change, committed or not) and the versions of the dependencies that change results
 (``dependency_versions``). A stage whose marker holds the same key is skipped; one with another key has
 its outputs removed and runs again (so after a code or dependency change the study re-runs rather than
@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from orbits.provenance import dependency_versions, source_digest, write_json_atomic
+from orbitlaw.orbits.provenance import dependency_versions, source_digest, write_json_atomic
 
 
 def _key(config: dict) -> str:
@@ -76,7 +76,7 @@ class Study:
 
 
 def simulate(spec: dict, out: Path, workers: int, progress: bool) -> dict:
-    import orbits
+    from orbitlaw import orbits
 
     orbits.simulate(spec["preset"], spec["splits"], spec["seed"], out, workers=workers, progress=progress)
     return {"path": str(out)}
@@ -84,7 +84,7 @@ def simulate(spec: dict, out: Path, workers: int, progress: bool) -> dict:
 
 def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, nproc: int = 1) -> dict:
     """Pretrain (or resume) one model; with ``nproc`` > 1 through ``torchrun`` (real DDP processes)."""
-    from models import checkpoint
+    from orbitlaw.models import checkpoint
 
     resume = run.exists() and checkpoint.latest(run) is not None
     if nproc > 1:  # the whole training configuration goes to torchrun as one file: no setting is dropped
@@ -97,12 +97,12 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
         if subprocess.run(cmd).returncode != 0:
             raise RuntimeError(f"torchrun training of {attention} failed; re-run the same command to resume")
     else:
-        from models.train import TrainConfig
-        from models.train import train as train_model
+        from orbitlaw.models.train import TrainConfig
+        from orbitlaw.models.train import train as train_model
 
         train_model(TrainConfig(data=str(data), out=str(run), attention=attention, **spec), resume=resume,
                     progress=progress)
-    from models.train import read_metrics
+    from orbitlaw.models.train import read_metrics
 
     rows = read_metrics(run)
     val = [r for r in rows if r.get("val_loss") is not None]
@@ -111,7 +111,7 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
 
 
 def evaluate(run: Path, data: Path, spec: dict) -> dict:
-    from models.evaluate import evaluate as evaluate_run
+    from orbitlaw.models.evaluate import evaluate as evaluate_run
 
     result = evaluate_run(run, data, lengths=spec["lengths"], split="val", n_seq=spec["sequences"],
                           extrapolation_sequences=spec["extrapolation_sequences"])
@@ -120,7 +120,7 @@ def evaluate(run: Path, data: Path, spec: dict) -> dict:
 
 
 def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: bool) -> dict:
-    from discovery.probe import ProbeConfig, finetune
+    from orbitlaw.discovery.probe import ProbeConfig, finetune
 
     result = finetune(ProbeConfig(run=str(run), data=str(data), out=str(out), target=target, **spec),
                       progress=progress)
@@ -128,7 +128,7 @@ def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: b
 
 
 def oracle(data: Path, out: Path, spec: dict) -> dict:
-    from discovery.oracle import OracleConfig, run_oracle
+    from orbitlaw.discovery.oracle import OracleConfig, run_oracle
 
     keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps")
     result = run_oracle(OracleConfig(oracle=spec.get("oracle", "knn"), data=str(data), out=str(out),
@@ -137,16 +137,16 @@ def oracle(data: Path, out: Path, spec: dict) -> dict:
 
 
 def linear(run: Path, data: Path, out: Path, spec: dict) -> dict:
-    from discovery.linear_probe import LinearProbeConfig, linear_probes
+    from orbitlaw.discovery.linear_probe import LinearProbeConfig, linear_probes
 
     result = linear_probes(LinearProbeConfig(run=str(run), data=str(data), out=str(out), **spec), progress=False)
     return {"best": result["best"]}
 
 
 def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) -> dict:
-    from discovery.backends import SearchSettings
-    from discovery.pareto_plot import plot_pareto
-    from discovery.symbolic import discover_to_file
+    from orbitlaw.discovery.backends import SearchSettings
+    from orbitlaw.discovery.pareto_plot import plot_pareto
+    from orbitlaw.discovery.symbolic import discover_to_file
 
     protocol = spec.get("protocol", "orbitlaw")
     result = discover_to_file(out, predictions, target="F_pred", features=["r", "m1", "m2"],
@@ -170,8 +170,8 @@ def summarise_law(law_doc: dict | None) -> dict | None:
 def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dict:
     """LLM baselines without any network call: the reference's recorded answers (scored here) and the
     results.json of earlier ``orbitlaw llm run`` directories (their cached answers)."""
-    from discovery.backends import SearchSettings
-    from discovery.llm.runner import score
+    from orbitlaw.discovery.backends import SearchSettings
+    from orbitlaw.discovery.llm.runner import score
 
     out.mkdir(parents=True, exist_ok=True)
     models: dict[str, dict] = {}
