@@ -1,6 +1,6 @@
 """Which implementation runs: Triton kernels when they can, the PyTorch reference otherwise.
 
-Triton is imported lazily, so ``import kernels`` works without it. The Triton kernels run on CUDA
+Triton is imported lazily, so ``import orbitlaw.kernels`` works without it. The Triton kernels run on CUDA
 tensors, or on CPU tensors under the Triton interpreter (TRITON_INTERPRET=1 set before triton is first
 imported; numpy emulation, slow, for tests only).
 """

@@ -10,7 +10,8 @@ global batch.
 
 Files of a run directory: ``config.json`` (model and training settings, dataset, seed, code version),
 ``metrics.jsonl`` (one object per logged step: step, train_loss, val_loss when evaluated, lr,
-tokens_per_s), ``loss.png``, and checkpoints (see ``orbitlaw.models.checkpoint``).
+tokens_per_s), ``loss.png``, and checkpoints (see ``orbitlaw.models.checkpoint``); with ``log_to``
+(``--log-to tensorboard|wandb``) the same rows also go to that tracker (:mod:`orbitlaw.models.tracking`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import math
 import os
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from orbitlaw.models import checkpoint
 from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast
 from orbitlaw.models.presets import model_config
+from orbitlaw.models.tracking import Tracker, check_tracker, open_tracker
 from orbitlaw.orbits.provenance import OutputLock, atomic_path, code_version, dependency_versions, write_text_atomic
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
@@ -74,10 +77,12 @@ class TrainConfig:
     chunk_steps: int | None = None
     input_noise: float = 0.0
     device: str = "auto"
+    log_to: str = "none"
     model_overrides: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         resolve_device(self.device)
+        check_tracker(self.log_to)
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose {' or '.join(PRECISIONS)}")
         if self.schedule not in ("constant", "cosine"):
@@ -428,11 +433,21 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     batch_indices(cfg.seed, step, cfg.batch_size, len(train_split))  # a batch too large fails here, before any file
     lock = None
     if dist.main:
+        fresh = not run.exists()
         lock = OutputLock(run / ".lock", f"run {run}").acquire()  # one writer per run directory
         run_config["code_version"] = code_version()
         run_config["dependency_versions"] = dependency_versions()
+        try:  # a tracker that cannot start leaves no run behind
+            tracker = open_tracker(cfg.log_to, run, run_config, step)
+        except BaseException:
+            lock.release()
+            if fresh:
+                shutil.rmtree(run, ignore_errors=True)
+            raise
         write_text_atomic(run / "config.json", json.dumps(run_config, indent=2) + "\n")
         _rewrite_metrics(run, [r for r in read_metrics(run) if r["step"] <= step])
+    else:
+        tracker = Tracker()
 
     net = model
     if dist.world > 1:
@@ -509,6 +524,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             if row is not None and dist.main:
                 with open(run / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")
+                tracker.log(row)
                 rate = tokens_per_step * (step - first_step) / max(elapsed, 1e-9)
                 bar.set_postfix(loss=f"{total:.3f}", tok_s=f"{rate:.0f}")
             if step % cfg.checkpoint_every == 0 or step == cfg.max_steps:
@@ -527,6 +543,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             tdist.barrier()
     finally:
         bar.close()
+        tracker.close()
         stop.restore()
         if lock is not None:
             lock.release()

@@ -35,7 +35,7 @@ def _losses(run):
 
 
 def _script(cfg: TrainConfig, resume: bool) -> list[str]:
-    code = ("import sys; from models.train import TrainConfig, TrainingStopped, train\n"
+    code = ("import sys; from orbitlaw.models.train import TrainConfig, TrainingStopped, train\n"
             f"try: train(TrainConfig(**{cfg.__dict__!r}), resume={resume}, progress=False)\n"
             "except TrainingStopped as exc: print(exc, file=sys.stderr); sys.exit(exc.exit_code)")
     return [sys.executable, "-c", code]

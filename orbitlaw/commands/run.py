@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=default_workers(), help="processes for simulation and SR")
     p.add_argument("--nproc-per-node", type=int, default=1,
                    help="train each model with torchrun on this many processes (GPUs)")
+    p.add_argument("--log-to", choices=("none", "tensorboard", "wandb"), default="none",
+                   help="the training stages also send their metrics to TensorBoard or Weights & Biases")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -59,7 +61,8 @@ def run(args) -> int:
     extra = [d.strip() for d in args.llm_results.split(",") if d.strip()]
     results = run_study(args.preset, args.out, attentions=attentions, seed=args.seed, llm_reference=reference,
                         llm_results=extra, workers=args.workers, nproc=args.nproc_per_node,
-                        progress=not args.quiet, protocol=args.protocol, precision=args.precision)
+                        progress=not args.quiet, protocol=args.protocol, precision=args.precision,
+                        log_to=args.log_to)
     print(json.dumps({m["attention"]: {"val_loss": m["val_loss"], "probe_r2": m["probe_r2"],
                                        "verdict": (m["law"] or {}).get("verdict"),
                                        "newtonian": (m["law"] or {}).get("newtonian")} for m in results["models"]}))

@@ -47,12 +47,15 @@ def add_parser(sub) -> None:
     p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16",
                    help="CUDA forward precision: bf16 autocast (default) or fp32 (the reference's); CPU: fp32")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--log-to", choices=("none", "tensorboard", "wandb"), default="none",
+                   help="also send the metrics to TensorBoard (RUN/tensorboard/) or Weights & Biases "
+                        "(WANDB_MODE=offline works without a network); metrics.jsonl stays the record")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     p.set_defaults(get_default=p.get_default)  # --config checks that no other setting was given
 
 
-_NOT_SETTINGS = ("data", "out", "config", "resume", "quiet", "func", "command", "get_default")
+_NOT_SETTINGS = ("data", "out", "config", "resume", "quiet", "log_to", "func", "command", "get_default")
 
 
 def _from_file(args):
@@ -74,6 +77,8 @@ def _from_file(args):
         raise ValueError(f"--config {args.config}: unknown training setting {unknown[0]}")
     if "betas" in settings:
         settings["betas"] = tuple(settings["betas"])
+    if args.log_to != "none":  # where the metrics also go, not a training setting: allowed beside --config
+        settings["log_to"] = args.log_to
     return TrainConfig(data=args.data, out=args.out, **settings)
 
 
@@ -91,7 +96,7 @@ def run(args) -> int:
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
                       lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
                       compile=args.compile, precision=args.precision, chunk_steps=args.chunk_steps,
-                      input_noise=args.input_noise, device=args.device,
+                      input_noise=args.input_noise, device=args.device, log_to=args.log_to,
                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
     return _train(cfg, args, train, TrainingStopped)
 

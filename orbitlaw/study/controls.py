@@ -50,7 +50,7 @@ def configurations(spec: dict) -> list[dict]:
     return rows
 
 
-def run_controls(study, spec: dict, workers: int, progress: bool) -> list[dict]:
+def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = "none") -> list[dict]:
     """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows."""
     data = {}
     for name in ("pretrain", "probe"):
@@ -66,7 +66,8 @@ def run_controls(study, spec: dict, workers: int, progress: bool) -> list[dict]:
         run = study.path("controls", "runs", name)
         train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
         study.stage(f"controls:train:{name}", train_spec, [run],
-                    lambda c=conf, r=run: stages.train(data["pretrain"], r, "softmax", c["train"], progress))
+                    lambda c=conf, r=run: stages.train(data["pretrain"], r, "softmax", c["train"], progress,
+                                                             log_to=log_to))
         pdir = study.path("controls", "probes", name)
         pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec}
         probed = study.stage(f"controls:probe:{name}", pkey, [pdir],

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from orbitlaw.models.tracking import check_tracker
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
@@ -14,14 +15,17 @@ from orbitlaw.study.presets import study_config
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
               llm_reference: str | Path | None = "auto", llm_results: list[str | Path] = (), workers: int = 1,
-              nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw", precision: str | None = None) -> dict:
+              nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw", precision: str | None = None,
+              log_to: str = "none") -> dict:
     """Run (or resume) every stage of the study in ``out``; returns the results.json dictionary.
 
     ``llm_reference``: the reference data directory (``.../vafa2025``), ``"auto"`` to use the one beside
     the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in;
-    ``protocol``: ``"orbitlaw"`` or ``"reference"`` (:func:`orbitlaw.study.presets.study_config`).
+    ``protocol``: ``"orbitlaw"`` or ``"reference"`` (:func:`orbitlaw.study.presets.study_config`);
+    ``log_to``: the training stages also send their metrics to ``tensorboard`` or ``wandb``.
     """
     config = study_config(preset, attentions, seed, protocol, precision)
+    check_tracker(log_to)
     reference = stages.find_reference() if llm_reference == "auto" else (Path(llm_reference) if llm_reference else None)
     if reference is not None and not (reference / "llm-prompts").is_dir():
         raise ValueError(f"--llm-reference {reference}: no llm-prompts/ directory there")
@@ -31,7 +35,8 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
     study = stages.Study(out, progress)
     if preset == "controls":
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
-        return _finish(study, {"models": [], "controls": run_controls(study, config["controls"], workers, progress),
+        controls = run_controls(study, config["controls"], workers, progress, log_to)
+        return _finish(study, {"models": [], "controls": controls,
                                "protocol": config["protocol"], "notes": config["notes"], "config": config})
     config["llm"] = {"reference": str(reference) if reference else None, "results": [str(p) for p in llm_results]}
     write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
@@ -49,7 +54,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         train_spec = {**config["train"], "data": config["pretrain_data"]}
         trained = study.stage(f"train:{attention}", {"attention": attention, **train_spec}, [run],
                               lambda a=attention, r=run: stages.train(data["pretrain"], r, a, config["train"],
-                                                                      progress, nproc))
+                                                                      progress, nproc, log_to))
         evaluated = study.stage(f"evaluate:{attention}", {"train": train_spec, **config["evaluate"]}, [],
                                 lambda r=run: stages.evaluate(r, data["pretrain"], config["evaluate"]))
         probe_dir = study.path("probes", attention)
@@ -96,7 +101,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
                       lambda: stages.llm(reference, [Path(p) for p in llm_results], study.path("llm"),
                                          config["discover"]))
 
-    controls = run_controls(study, config["controls"], workers, progress) if config.get("controls") else []
+    controls = run_controls(study, config["controls"], workers, progress, log_to) if config.get("controls") else []
     results = {
         "models": models,
         "controls": controls,

@@ -82,8 +82,10 @@ def simulate(spec: dict, out: Path, workers: int, progress: bool) -> dict:
     return {"path": str(out)}
 
 
-def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, nproc: int = 1) -> dict:
-    """Pretrain (or resume) one model; with ``nproc`` > 1 through ``torchrun`` (real DDP processes)."""
+def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, nproc: int = 1,
+          log_to: str = "none") -> dict:
+    """Pretrain (or resume) one model; with ``nproc`` > 1 through ``torchrun`` (real DDP processes).
+    ``log_to``: also send the metrics to ``tensorboard`` or ``wandb`` (not part of the stage's key)."""
     from orbitlaw.models import checkpoint
 
     resume = run.exists() and checkpoint.latest(run) is not None
@@ -91,7 +93,8 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
         settings = run.parent / f".{run.name}.train.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(settings, {"attention": attention, **spec})
-        args = ["--data", str(data), "--out", str(run), "--config", str(settings)] + (["--resume"] if resume else [])
+        args = (["--data", str(data), "--out", str(run), "--config", str(settings), "--log-to", log_to]
+                + (["--resume"] if resume else []))
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "-m", "orbitlaw",
                "train", *args]
         if subprocess.run(cmd).returncode != 0:
@@ -100,8 +103,8 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
         from orbitlaw.models.train import TrainConfig
         from orbitlaw.models.train import train as train_model
 
-        train_model(TrainConfig(data=str(data), out=str(run), attention=attention, **spec), resume=resume,
-                    progress=progress)
+        train_model(TrainConfig(data=str(data), out=str(run), attention=attention, log_to=log_to, **spec),
+                    resume=resume, progress=progress)
     from orbitlaw.models.train import read_metrics
 
     rows = read_metrics(run)
