@@ -161,8 +161,12 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
 
     x0 = np.array([float(c) for c in consts])
     try:
-        fit = least_squares(residual, x0, method="lm" if len(y) > len(x0) else "trf", max_nfev=30 * (len(x0) + 1))
-        best = fit.x if np.sum(residual(fit.x) ** 2) <= np.sum(residual(x0) ** 2) else x0
+        # trust-region reflective, not Levenberg-Marquardt: scipy's MINPACK (least_squares(method="lm") and
+        # leastsq, scipy 1.17) proposed different steps from identical residuals from one call to the next
+        # within a process, so two identical studies came out with different constants (issue 17;
+        # tests/test_discover.py::test_polishing_is_deterministic_within_a_process).
+        x = least_squares(residual, x0, method="trf", max_nfev=30 * (len(x0) + 1)).x
+        best = x if np.sum(residual(x) ** 2) <= np.sum(residual(x0) ** 2) else x0
         if log_y is not None and len(y) > len(x0):
             # Least squares lets a few corrupted rows (2% of rows off by 10x) shift every constant by ~5%; a
             # soft-L1 fit at the noise scale (1.4826 MAD) does not. Keep whichever has the lower mean |log error|.

@@ -207,3 +207,23 @@ def test_killed_run_resumes_with_the_same_result(csv, tmp_path):
     assert [{k: v for k, v in s.items() if k not in strip} for s in a["per_seed"]] == \
         [{k: v for k, v in s.items() if k not in strip} for s in b["per_seed"]]
     assert a["expression"] == b["expression"] and a["newtonian"] == b["newtonian"]
+
+
+def test_polishing_is_deterministic_within_a_process():
+    """The same expression polished on the same rows gives the same constants on every call. Levenberg-
+    Marquardt through scipy 1.17's MINPACK did not (5 of 5 repeats differed here), which made two identical
+    studies write different laws; the refit uses trust-region reflective instead."""
+    from orbitlaw.discovery.backends import placeholders
+
+    rng = np.random.default_rng(3)
+    n = 300
+    X = np.column_stack([np.exp(rng.uniform(np.log(0.3), np.log(40), n)), rng.uniform(1e-4, 1.01e-2, n),
+                         rng.uniform(1e-4, 1.01e-2, n)])
+    r, m1, m2 = symbols = placeholders(3)
+    y = 39.48 * X[:, 1] * X[:, 2] / X[:, 0] ** 2 * np.exp(0.3 * rng.standard_normal(n))
+    F = sympy.Float
+    exprs = [F(0.0285) * m1 / r * (F(9.48) * sympy.cos(sympy.cos(sympy.exp(F(-708.11) * m1))) - F(4.4467)),
+             F(30.0) * m1 * m2 / r**2 * sympy.exp(F(0.1) * sympy.sin(F(300.0) * m2)),
+             F(1.3) * m1 / r * sympy.exp(sympy.exp(F(-12.5) * r))]
+    runs = [[sympy.srepr(laws.polish(e, symbols, X, y, "log").expr) for e in exprs] for _ in range(6)]
+    assert all(run == runs[0] for run in runs[1:])
