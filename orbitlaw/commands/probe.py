@@ -25,6 +25,10 @@ def add_parser(sub) -> None:
                       help="a baseline instead of a run: knn on the true state (the reference's), Newton's "
                            "law, or k-NN / an MLP on the raw positions a W-step chunked model reads")
     mode.add_argument("--linear", action="store_true", help="linear probes of every layer of the frozen run")
+    mode.add_argument("--inductive-bias", action="store_true",
+                      help="the reference's inductive-bias probe: fine-tune on many small random functions of the "
+                           "true state and compare the extrapolations with oracles' on the state "
+                           "(PROBE/inductive_bias.json and .png; see discovery.inductive_bias)")
     p.add_argument("--split", default="train", help="dataset split (default train)")
     p.add_argument("--steps", type=int, default=10000, help="fine-tuning steps (reference 10000)")
     p.add_argument("--batch", type=int, default=64, help="sequences per step (reference 64)")
@@ -56,6 +60,15 @@ def add_parser(sub) -> None:
     p.add_argument("--sequences", type=int, default=2000,
                    help="linear probes: at most this many training and held-out sequences")
     p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")
+    ib = p.add_argument_group("inductive-bias probe (--inductive-bias)")
+    ib.add_argument("--datasets", type=int, default=10, help="random-function datasets (reference 100)")
+    ib.add_argument("--dataset-sequences", type=int, default=32, help="sequences per dataset (reference 100)")
+    ib.add_argument("--iterations", type=int, default=100, help="full-batch fine-tuning steps per dataset "
+                    "(reference 100)")
+    ib.add_argument("--samples", type=int, default=1000, help="sampled steps compared pairwise per dataset "
+                    "(reference 2000)")
+    ib.add_argument("--reference-sizes", action="store_true",
+                    help="the reference's sizes: 100 datasets of 100 sequences, 100 iterations, 2000 samples")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where the model runs (default: CUDA when available)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -63,6 +76,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    if args.inductive_bias:
+        return _inductive_bias(args)
     if args.protocol != "orbitlaw" and args.linear:
         raise ValueError(f"--protocol {args.protocol} is for the fine-tuned probe and the oracles; --linear fits "
                          "ridge probes of the frozen run")
@@ -111,6 +126,29 @@ def run(args) -> int:
         print(f"orbitlaw probe: {exc}", file=sys.stderr)
         return exc.exit_code
     return _report(result)
+
+
+def _inductive_bias(args) -> int:
+    from orbitlaw.discovery.inductive_bias import REFERENCE_SIZES, InductiveBiasConfig, inductive_bias
+
+    clashes = [flag for flag, given in (("--target", args.target != "force-magnitude"),
+                                        ("--scaling", args.scaling is not None),
+                                        ("--protocol", args.protocol != "orbitlaw"),
+                                        ("--context", args.context is not None)) if given]
+    if clashes:
+        raise ValueError(f"{clashes[0]} is for the force probe; --inductive-bias fits random functions of the state")
+    if not args.run:
+        raise ValueError("--inductive-bias needs --run RUN")
+    sizes = {"datasets": args.datasets, "sequences": args.dataset_sequences, "iterations": args.iterations,
+             "samples": args.samples}
+    if args.reference_sizes:
+        sizes = dict(REFERENCE_SIZES)
+    doc = inductive_bias(InductiveBiasConfig(
+        run=args.run, data=args.data, out=args.out, split=args.split, labels_per_sequence=args.labels_per_sequence or 2,
+        lr=args.lr or 6e-4, seed=args.seed, batch=args.eval_batch, device=args.device, **sizes),
+        progress=not args.quiet)
+    print(json.dumps({"kind": "inductive-bias", "scores": doc["scores"], "target_scores": doc["target_scores"]}))
+    return 0
 
 
 def _report(result: dict) -> int:
