@@ -6,6 +6,9 @@ absolute positions are added (or rotary embeddings applied to q and k); pre-Laye
 pluggable causal attention and a GELU MLP; one untied head of 2 x vocab logits. Output: logits
 (B, T, 2, vocab) and, given targets, the mean cross-entropy over both coordinates (pad targets ignored).
 
+``arch`` swaps the transformer blocks for LSTM, RNN or Mamba blocks (``orbitlaw.models.recurrent``), the
+reference's baselines; embeddings, head and everything around them stay the same.
+
 The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE.
 
 A chunked model (``chunk`` = L tokens) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut
@@ -24,6 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from orbitlaw.models.attention import ATTENTIONS, attend
+from orbitlaw.models.recurrent import ARCHS, make_block
 
 
 @dataclass
@@ -46,6 +50,7 @@ class GPTConfig:
     embed_init: str = "normal"
     num_bins: int | None = None  # position ids 0..num_bins-1; None: vocab_size - 3 (2 time steps, pad)
     chunk: int | None = None  # tokens a position may read (a chunked model, see the module docstring)
+    arch: str = "gpt"  # the core: transformer blocks, or lstm / rnn / mamba blocks (models.recurrent)
 
     def validate(self) -> None:
         if self.attention not in ATTENTIONS:
@@ -56,8 +61,12 @@ class GPTConfig:
             raise ValueError(f"unknown embedding init {self.embed_init!r}; choose normal or fourier")
         if not 1 <= self.position_bins <= self.vocab_size:
             raise ValueError(f"num_bins must be in 1..vocab_size ({self.vocab_size}), got {self.position_bins}")
-        if self.pos not in ("learned", "rope"):
-            raise ValueError(f"unknown position encoding {self.pos!r}; choose learned or rope")
+        if self.arch not in ARCHS:
+            raise ValueError(f"unknown architecture {self.arch!r}; choose one of {', '.join(ARCHS)}")
+        if self.pos not in ("learned", "rope", "none"):
+            raise ValueError(f"unknown position encoding {self.pos!r}; choose learned, rope or none")
+        if self.pos == "rope" and self.arch != "gpt":
+            raise ValueError(f"rope rotates attention queries and keys; a {self.arch} model has none (use none)")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
         if self.pos == "rope" and (self.n_embd // self.n_head) % 2:
@@ -170,7 +179,9 @@ class GPT(nn.Module):
         if config.pos == "learned":
             self.wpe = nn.Embedding(config.block_size, d)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.blocks = nn.ModuleList(Block(config) if config.arch == "gpt" else
+                                    make_block(config.arch, d, config.bias, config.dropout)
+                                    for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(d, bias=config.bias)
         out = 2 if config.regression else 2 * config.vocab_size
         self.head = nn.Linear(d, out, bias=config.bias)
@@ -178,6 +189,9 @@ class GPT(nn.Module):
         for name, param in self.named_parameters():  # GPT-2 scaled init of residual projections
             if name.endswith("c_proj.weight"):
                 nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        for module in self.modules():  # initialisations the generic one above overwrote (models.recurrent)
+            if hasattr(module, "post_init"):
+                module.post_init()
         if config.embed_init == "fourier" and not config.regression:
             self._fourier_init()
 
@@ -253,7 +267,7 @@ class GPT(nn.Module):
         rope = None
         if c.pos == "learned":
             x = x + self.wpe(torch.arange(T, device=tokens.device))
-        else:
+        elif c.pos == "rope":
             rope = rope_tables(T, c.n_embd // c.n_head, c.rope_base, tokens.device, x.dtype)
         x = self.drop(x)
         states = [x]

@@ -23,15 +23,22 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def model_config(preset: str, attention: str = "softmax", **overrides) -> GPTConfig:
-    """The GPTConfig of ``preset`` with ``attention`` and any GPTConfig field overridden (validated)."""
+def model_config(preset: str, attention: str = "softmax", arch: str = "gpt", **overrides) -> GPTConfig:
+    """The GPTConfig of ``preset`` with ``attention`` and any GPTConfig field overridden (validated).
+
+    Every preset applies to every ``arch`` (same width, depth, embeddings and head; only the core blocks
+    differ, see ``orbitlaw.models.recurrent``); a recurrent or state-space core reads positions in order and
+    takes no position embedding (``pos="none"``) unless ``pos`` is given."""
     if preset not in PRESETS:
         raise ValueError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
     known = {f.name for f in fields(GPTConfig)}
     unknown = set(overrides) - known
     if unknown:
         raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
-    config = GPTConfig(**{**PRESETS[preset], "attention": attention, **overrides})
+    base = {**PRESETS[preset], "attention": attention, "arch": arch}
+    if arch != "gpt":
+        base["pos"] = "none"
+    config = GPTConfig(**{**base, **overrides})
     config.validate()
     return config
 

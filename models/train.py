@@ -52,8 +52,9 @@ class TrainConfig:
     out: str
     preset: str = "tiny"
     attention: str = "softmax"
+    arch: str = "gpt"
     p: float = 15.0
-    pos: str = "learned"
+    pos: str | None = None  # None: learned for the gpt arch, none for the recurrent and state-space ones
     window: int | None = None
     max_steps: int = 1000
     checkpoint_every: int = 100
@@ -83,6 +84,8 @@ class TrainConfig:
     def validate(self) -> None:
         resolve_device(self.device)
         check_tracker(self.log_to)
+        if self.arch != "gpt" and (self.attention != "softmax" or self.window is not None):
+            raise ValueError(f"--attention and --window choose the gpt arch's attention; a {self.arch} model has none")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose {' or '.join(PRECISIONS)}")
         if self.schedule not in ("constant", "cosine"):
@@ -367,6 +370,21 @@ def _chunk_tokens(cfg: TrainConfig, split) -> int | None:
     return chunk
 
 
+def _check_same_model(run: Path, mcfg: GPTConfig) -> None:
+    """One-line ValueError when the run's config.json describes another model than ``mcfg`` (a setting
+    missing from an older run's file had its default)."""
+    try:
+        saved = {**GPTConfig().to_dict(), **json.loads((run / "config.json").read_text())["model"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no readable record: the checkpoint's own run_config is compared after loading
+    new = mcfg.to_dict()
+    if saved.get("arch") != new["arch"]:
+        raise ValueError(f"--resume with --arch {new['arch']}, but the run in {run} is a {saved.get('arch')} model")
+    changed = sorted(k for k in new if saved.get(k) != new[k])
+    if changed:
+        raise ValueError(f"--resume with different model settings ({', '.join(changed)}) than the run in {run}")
+
+
 def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a run; returns a summary. Raises TrainingStopped on a signal or NaN loss."""
     cfg.validate()
@@ -380,7 +398,9 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     val_split = data.get(cfg.val_split)
     chunk = _chunk_tokens(cfg, train_split)
     overrides = {**cfg.model_overrides, **({"chunk": chunk, "block_size": chunk} if chunk else {})}
-    mcfg = model_config(cfg.preset, cfg.attention, p=cfg.p, pos=cfg.pos, window=cfg.window, **overrides)
+    if cfg.pos is not None:
+        overrides["pos"] = cfg.pos
+    mcfg = model_config(cfg.preset, cfg.attention, arch=cfg.arch, p=cfg.p, window=cfg.window, **overrides)
     if (chunk or cfg.input_noise) and not mcfg.regression:
         raise ValueError("--chunk-steps and --input-noise train a regression model (e.g. --preset control)")
     check_vocab(mcfg, train_split)
@@ -413,6 +433,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     optimizer = make_optimizer(model, cfg, device)
     step = 0
     if ckpt is not None:
+        _check_same_model(run, mcfg)  # before loading: another model's weights do not fit this one
         _, state = checkpoint.load(ckpt, model)
         saved = state["run_config"]
         if saved["model"] != run_config["model"]:

@@ -20,7 +20,11 @@ def add_parser(sub) -> None:
     p.add_argument("--attention", default="softmax",
                    choices=("softmax", "lssa", "lssar", "laser", "sigmoid", "relu"))
     p.add_argument("--p", type=float, default=15.0, help="LSSAR power (default 15)")
-    p.add_argument("--pos", choices=("learned", "rope"), default="learned", help="position encoding")
+    p.add_argument("--arch", choices=("gpt", "lstm", "rnn", "mamba"), default="gpt",
+                   help="sequence-model core: transformer (gpt, default), LSTM, RNN or Mamba blocks between the "
+                        "same embeddings and head; every --preset applies to each")
+    p.add_argument("--pos", choices=("learned", "rope", "none"), default=None,
+                   help="position encoding (default: learned for gpt, none for lstm/rnn/mamba)")
     p.add_argument("--window", type=int, default=None, help="sliding attention window (tokens)")
     p.add_argument("--embed-init", choices=("normal", "fourier"), default=None,
                    help="bin embeddings and head rows: GPT-2 normal init, or Fourier features of the bin "
@@ -90,7 +94,8 @@ def run(args) -> int:
         return _train(cfg, args, train, TrainingStopped)
     if not args.preset:
         raise ValueError("--preset is required (or --config FILE.json with every setting)")
-    cfg = TrainConfig(data=args.data, out=args.out, preset=args.preset, attention=args.attention, p=args.p,
+    cfg = TrainConfig(data=args.data, out=args.out, preset=args.preset, attention=args.attention, arch=args.arch,
+                      p=args.p,
                       pos=args.pos, window=args.window, max_steps=args.max_steps,
                       checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
