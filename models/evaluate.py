@@ -168,7 +168,7 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
     model, config = load_run(run, device)
     if lengths and model.config.regression:
         raise ValueError("length extrapolation is for token models; a regression model reads positions")
-    if lengths and any(m > 1 for m in lengths) and model.config.pos != "rope":
+    if lengths and any(m > 1 for m in lengths) and model.config.pos == "learned":
         raise ValueError("length extrapolation needs rotary positions (train with --pos rope): learned "
                          f"positions stop at the block of {model.config.block_size} tokens")
     if lengths and any(m < 1 for m in lengths):

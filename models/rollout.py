@@ -148,3 +148,44 @@ def plot_rollout(r: Rollout, path, title: str) -> None:
             draw(len(r.predicted) - 1)
             fig.savefig(tmp, dpi=120)
     plt.close(fig)
+
+
+def write_rollout(run, data, out, split: str | None = None, index: int = 0, prompt_steps: int | None = None,
+                  steps: int = 100, mode: str = "greedy", temperature: float = 1.0, seed: int = 0,
+                  device: str = "auto") -> dict:
+    """``orbitlaw rollout``: generate, draw ``out`` (.png or .gif) and write the JSON beside it; returns it.
+    ``split`` None: val when present, else the first; ``prompt_steps`` None: a quarter of what the model
+    reads."""
+    from pathlib import Path
+
+    from orbitlaw import orbits
+    from orbitlaw.models.evaluate import load_run
+    from orbitlaw.models.train import resolve_device
+    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+
+    out = Path(out)
+    if out.suffix not in (".png", ".gif"):
+        raise ValueError(f"--out {out}: write a .png or a .gif")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {out}: no directory {out.parent}")
+    device = resolve_device(device)
+    model, run_config = load_run(run, "cpu")
+    dataset = orbits.load_dataset(data)
+    name = split or ("val" if "val" in dataset else next(iter(dataset)))
+    if name not in dataset:
+        raise ValueError(f"no split {name!r} in {data}; it has {', '.join(dataset)}")
+    part = dataset[name]
+    if not 0 <= index < len(part):
+        raise ValueError(f"--index {index} is out of range: the split has {len(part)} sequences")
+    bodies = int(part.n_planets[index]) + 1
+    prompt = prompt_steps or max(1, int(run_config["context"]) // bodies // 4)
+    r = rollout(model, part, index, prompt, steps, mode, temperature, seed, device)
+    plot_rollout(r, out, f"{Path(run).name}: {steps} steps generated after {prompt} ({mode}), sequence {index}")
+    doc = {"run": str(Path(run).resolve()), "data": str(Path(data).resolve()), "split": name, "index": index,
+           "prompt_steps": prompt, "steps": steps, "mode": mode, "temperature": temperature, "seed": seed,
+           "bodies": bodies, "units": "AU", "position_error_au": r.error.tolist(),
+           "repeat_last_error_au": r.repeat_last.tolist(), "mean_position_error_au": float(r.error.mean()),
+           "mean_repeat_last_error_au": float(r.repeat_last.mean()), "figure": out.name,
+           "code_version": code_version(), "dependency_versions": dependency_versions()}
+    write_json_atomic(out.with_suffix(".json"), doc)
+    return doc

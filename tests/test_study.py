@@ -23,9 +23,12 @@ def test_smoke_study_writes_results_and_report(study):
     out, seconds = study
     assert seconds < 600, f"the smoke study must take at most 10 minutes, took {seconds:.0f} s"
     results = json.loads((out / "results.json").read_text())
-    assert [m["attention"] for m in results["models"]] == ["softmax", "lssar"]
+    assert [m["attention"] for m in results["models"]] == ["softmax", "lssar", "lstm"]  # smoke: one baseline
+    assert [m["arch"] for m in results["models"]] == ["gpt", "gpt", "lstm"]
     for m in results["models"]:
         assert m["val_loss"] > 0 and set(m["extrapolation"]) == {"1", "2", "4", "8", "16"}
+        assert set(m["inductive_bias"]["scores"]) == {"linear", "mlp"}
+        assert m["rollout"]["steps"] == 24 and m["rollout"]["mean_repeat_last_error_au"] > 0
         assert m["probe_r2"] is not None and m["steps"] == results["config"]["train"]["max_steps"]
         law = m["law"]
         assert {"expression", "newtonian", "power_law", "seeds_agreeing", "seeds"} <= set(law)
@@ -40,7 +43,9 @@ def test_smoke_study_writes_results_and_report(study):
         assert (out / path).stat().st_size > 5_000, name
         assert f"]({path})" in report
     assert {"loss_curves", "extrapolation", "attention_maps", "attention_entropy", "force_arrows_softmax",
-            "pareto_lssar", "controls_r2", "controls_forces"} <= set(results["figures"])
+            "pareto_lssar", "controls_r2", "controls_forces", "inductive_bias_lstm", "rollout_softmax",
+            "rollout_lstm"} <= set(results["figures"])
+    assert "| lstm | lstm |" in report and "**Inductive bias and rollouts.**" in report
     # every preset runs the controls beside its models (orbitlaw.study.controls), at toy size here
     names = [c["name"] for c in results["controls"]]
     assert names == ["W3-s0", "W1", "W3-untrained", "full", "tokens", "knn-state", "knn-W3", "mlp-W3"]
@@ -103,6 +108,8 @@ def test_stage_cache_is_keyed_by_config(tmp_path):
     (["--llm-reference", "/nonexistent/vafa2025"], "no llm-prompts/ directory"),
     (["--llm-results", "/nonexistent/run"], "no results.json"),
     (["--workers", "0"], "--workers and --nproc-per-node must be >= 1"),
+    (["--arch", "lstm,gru"], "--arch must list distinct baselines of lstm, rnn, mamba"),
+    (["--arch", "gpt"], "--arch must list distinct baselines"),
 ])
 def test_bad_input_is_one_line_and_creates_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "study"
@@ -110,3 +117,11 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path, capsys, args, messa
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_show_config_lists_the_baselines(capsys):
+    assert main(["run", "--preset", "cpu", "--arch", "lstm,rnn", "--show-config"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["archs"] == ["lstm", "rnn"] and config["inductive_bias"]["datasets"] == 10
+    assert main(["run", "--preset", "smoke", "--arch", "", "--show-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["archs"] == []

@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
                    help="print the fully resolved configuration as JSON and exit (no stage runs)")
     p.add_argument("--attention", default=None, metavar="A,B,...",
                    help="attention variants to compare (default: the preset's, softmax,lssar)")
+    p.add_argument("--arch", default=None, metavar="A,B,...",
+                   help="baseline architectures trained, probed and reported beside the GPTs: lstm, rnn, mamba "
+                        "(default: the preset's; smoke has lstm, the others none)")
     p.add_argument("--out", default=None, metavar="STUDY", help="the study directory (required unless --show-config)")
     p.add_argument("--seed", type=int, default=0, help="added to every seed of the preset")
     p.add_argument("--llm-reference", default="auto", metavar="DIR",
@@ -50,10 +53,12 @@ def run(args) -> int:
     if args.workers < 1 or args.nproc_per_node < 1:
         raise ValueError("--workers and --nproc-per-node must be >= 1")
     attentions = [a.strip() for a in args.attention.split(",")] if args.attention else None
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()] if args.arch is not None else None
     if args.show_config:
         from orbitlaw.study.presets import study_config
 
-        print(json.dumps(study_config(args.preset, attentions, args.seed, args.protocol, args.precision), indent=1))
+        print(json.dumps(study_config(args.preset, attentions, args.seed, args.protocol, args.precision, archs),
+                         indent=1))
         return 0
     if args.out is None:
         raise ValueError("--out STUDY is required (only --show-config runs without it)")
@@ -62,7 +67,7 @@ def run(args) -> int:
     results = run_study(args.preset, args.out, attentions=attentions, seed=args.seed, llm_reference=reference,
                         llm_results=extra, workers=args.workers, nproc=args.nproc_per_node,
                         progress=not args.quiet, protocol=args.protocol, precision=args.precision,
-                        log_to=args.log_to)
+                        log_to=args.log_to, archs=archs)
     print(json.dumps({m["attention"]: {"val_loss": m["val_loss"], "probe_r2": m["probe_r2"],
                                        "verdict": (m["law"] or {}).get("verdict"),
                                        "newtonian": (m["law"] or {}).get("newtonian")} for m in results["models"]}))

@@ -16,15 +16,16 @@ from orbitlaw.study.presets import study_config
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
               llm_reference: str | Path | None = "auto", llm_results: list[str | Path] = (), workers: int = 1,
               nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw", precision: str | None = None,
-              log_to: str = "none") -> dict:
+              log_to: str = "none", archs: list[str] | None = None) -> dict:
     """Run (or resume) every stage of the study in ``out``; returns the results.json dictionary.
 
     ``llm_reference``: the reference data directory (``.../vafa2025``), ``"auto"`` to use the one beside
     the checkout when present, or None; ``llm_results``: ``orbitlaw llm run`` directories to fold in;
     ``protocol``: ``"orbitlaw"`` or ``"reference"`` (:func:`orbitlaw.study.presets.study_config`);
-    ``log_to``: the training stages also send their metrics to ``tensorboard`` or ``wandb``.
+    ``log_to``: the training stages also send their metrics to ``tensorboard`` or ``wandb``; ``archs``: the
+    baseline architectures beside the GPTs (None: the preset's).
     """
-    config = study_config(preset, attentions, seed, protocol, precision)
+    config = study_config(preset, attentions, seed, protocol, precision, archs)
     check_tracker(log_to)
     reference = stages.find_reference() if llm_reference == "auto" else (Path(llm_reference) if llm_reference else None)
     if reference is not None and not (reference / "llm-prompts").is_dir():
@@ -49,39 +50,52 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         data[name] = path
 
     models = []
-    for attention in config["attentions"]:
-        run = study.path("runs", attention)
-        train_spec = {**config["train"], "data": config["pretrain_data"]}
-        trained = study.stage(f"train:{attention}", {"attention": attention, **train_spec}, [run],
-                              lambda a=attention, r=run: stages.train(data["pretrain"], r, a, config["train"],
-                                                                      progress, nproc, log_to))
-        evaluated = study.stage(f"evaluate:{attention}", {"train": train_spec, **config["evaluate"]}, [],
+    for name in config["attentions"] + config.get("archs", []):
+        arch = name if name in config.get("archs", []) else "gpt"
+        attention = name if arch == "gpt" else "softmax"
+        train_cfg = config["train"] if arch == "gpt" else {**config["train"], "arch": arch, "pos": None}
+        run = study.path("runs", name)
+        train_spec = {**train_cfg, "data": config["pretrain_data"]}
+        trained = study.stage(f"train:{name}", {"attention": name, **train_spec}, [run],
+                              lambda a=attention, r=run, t=train_cfg: stages.train(data["pretrain"], r, a, t,
+                                                                                   progress, nproc, log_to))
+        evaluated = study.stage(f"evaluate:{name}", {"train": train_spec, **config["evaluate"]}, [],
                                 lambda r=run: stages.evaluate(r, data["pretrain"], config["evaluate"]))
-        probe_dir = study.path("probes", attention)
+        probe_dir = study.path("probes", name)
         probe_spec = {"train": train_spec, "data": config["probe_data"], **config["probe"]}
-        probed = study.stage(f"probe:{attention}", probe_spec, [probe_dir],
+        probed = study.stage(f"probe:{name}", probe_spec, [probe_dir],
                              lambda r=run, p=probe_dir: stages.probe(r, data["probe"], p, config["probe"],
                                                                      "force-magnitude", progress))
-        law_file = study.path("laws", attention, "LAW.json")
-        found = study.stage(f"law:{attention}", {"probe": probe_spec, **config["discover"]}, [law_file.parent],
+        law_file = study.path("laws", name, "LAW.json")
+        found = study.stage(f"law:{name}", {"probe": probe_spec, **config["discover"]}, [law_file.parent],
                             lambda p=probe_dir, f=law_file: stages.law(p / "predictions.csv", f, config["discover"],
                                                                        workers, progress))
-        solar_dir = study.path("solar", attention)
-        study.stage(f"solar:{attention}", {"train": train_spec, "data": config["solar_data"],
-                                           **config["solar_probe"]}, [solar_dir],
+        solar_dir = study.path("solar", name)
+        study.stage(f"solar:{name}", {"train": train_spec, "data": config["solar_data"],
+                                      **config["solar_probe"]}, [solar_dir],
                     lambda r=run, p=solar_dir: stages.probe(r, data["solar"], p, config["solar_probe"],
                                                             "force-vector", progress))
-        linear_dir = study.path("linear", attention)
-        linear = study.stage(f"linear:{attention}", {"train": train_spec, "data": config["probe_data"],
-                                                     **config["linear_probe"]}, [linear_dir],
+        linear_dir = study.path("linear", name)
+        linear = study.stage(f"linear:{name}", {"train": train_spec, "data": config["probe_data"],
+                                                **config["linear_probe"]}, [linear_dir],
                              lambda r=run, p=linear_dir: stages.linear(r, data["probe"], p, config["linear_probe"]))
+        ib_dir = study.path("inductive_bias", name)
+        biased = study.stage(f"inductive_bias:{name}", {"train": train_spec, "data": config["probe_data"],
+                                                        **config["inductive_bias"]}, [ib_dir],
+                             lambda r=run, p=ib_dir: stages.inductive_bias(r, data["probe"], p,
+                                                                           config["inductive_bias"], progress))
+        roll_dir = study.path("rollouts", name)
+        rolled = study.stage(f"rollout:{name}", {"train": train_spec, "data": config["probe_data"],
+                                                 **config["rollout"]}, [roll_dir],
+                             lambda r=run, p=roll_dir: stages.rollout(r, data["probe"], p, config["rollout"]))
         held = probed["metrics"]["heldout_unlabelled"]
         models.append({
-            "attention": attention, "run": str(run), "steps": trained["steps"], "train_loss": trained["train_loss"],
+            "attention": name, "arch": arch, "run": str(run), "steps": trained["steps"],
+            "train_loss": trained["train_loss"],
             "val_loss": evaluated["loss"], "accuracy": evaluated.get("accuracy"),
             "extrapolation": evaluated.get("extrapolation", {}).get("loss", {}),
             "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"), "probe_mae": held.get("mae"),
-            "law": found, "linear_probe": linear["best"],
+            "law": found, "linear_probe": linear["best"], "inductive_bias": biased, "rollout": rolled,
         })
 
     context = json.loads(study.path("runs", config["attentions"][0], "config.json").read_text())["context"]

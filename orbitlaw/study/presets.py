@@ -48,6 +48,9 @@ PRESETS: dict[str, dict] = {
         "linear_probe": {"sequences": 100, "steps_per_sequence": 5, "seed": 0},
         "discover": {"seeds": 2, "points": 300, "restarts": 1, "budget": 10_000},
         "attention_figure": {"sequences": 2},
+        "archs": ["lstm"],
+        "inductive_bias": {"datasets": 2, "sequences": 6, "iterations": 5, "samples": 60, "seed": 0},
+        "rollout": {"prompt_steps": 8, "steps": 24, "index": 0},
     },
     "cpu": {
         "attentions": ["softmax", "lssar"],
@@ -64,6 +67,9 @@ PRESETS: dict[str, dict] = {
         "linear_probe": {"sequences": 1000, "steps_per_sequence": 10, "seed": 0},
         "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
         "attention_figure": {"sequences": 4},
+        "archs": [],
+        "inductive_bias": {"datasets": 10, "sequences": 32, "iterations": 100, "samples": 1000, "seed": 0},
+        "rollout": {"prompt_steps": 32, "steps": 96, "index": 0},
     },
     "gpu-109m": {
         "attentions": ["softmax", "lssar"],
@@ -81,6 +87,9 @@ PRESETS: dict[str, dict] = {
         "linear_probe": {"sequences": 2_000, "steps_per_sequence": 10, "seed": 0},
         "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
         "attention_figure": {"sequences": 8},
+        "archs": [],
+        "inductive_bias": {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000, "seed": 0},
+        "rollout": {"prompt_steps": 100, "steps": 200, "index": 0},
     },
 }
 
@@ -133,9 +142,10 @@ _TINY_NOTES = [
 
 
 def study_config(preset: str, attentions: list[str] | None = None, seed: int | None = None,
-                 protocol: str = "orbitlaw", precision: str | None = None) -> dict:
-    """A deep copy of ``preset`` under ``protocol``, with the attention list and (optionally) every seed
-    shifted by ``seed``: every stage's settings resolved (``orbitlaw run --show-config`` prints it)."""
+                 protocol: str = "orbitlaw", precision: str | None = None, archs: list[str] | None = None) -> dict:
+    """A deep copy of ``preset`` under ``protocol``, with the attention list, the baseline architectures
+    (``archs``: lstm, rnn, mamba; each one more model beside the GPTs) and (optionally) every seed shifted
+    by ``seed``: every stage's settings resolved (``orbitlaw run --show-config`` prints it)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown study preset {preset!r}: choose one of {', '.join(PRESETS)}")
     if protocol not in PROTOCOLS:
@@ -180,8 +190,16 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
             raise ValueError(f"--attention must list distinct variants of {', '.join(ATTENTIONS)}; got "
                              f"{','.join(attentions)}")
         config["attentions"] = list(attentions)
+    if archs is not None:
+        baselines = ("lstm", "rnn", "mamba")
+        bad = [a for a in archs if a not in baselines]
+        if bad or len(set(archs)) != len(archs):
+            raise ValueError(f"--arch must list distinct baselines of {', '.join(baselines)} (the GPTs are "
+                             f"--attention); got {','.join(archs)}")
+        config["archs"] = list(archs)
     if seed:
-        for section in ("pretrain_data", "probe_data", "train", "probe", "solar_probe", "linear_probe"):
+        for section in ("pretrain_data", "probe_data", "train", "probe", "solar_probe", "linear_probe",
+                        "inductive_bias"):
             config[section]["seed"] += seed
         config["discover"]["seed"] = config["discover"].get("seed", 0) + seed  # the SR seeds follow too
     return config

@@ -54,14 +54,20 @@ def figures(study, results: dict) -> dict[str, str]:
              for m in results["models"] if m["extrapolation"]}
     if evals:
         made["extrapolation"] = fig.plot_extrapolation(evals, out / "extrapolation.png")
-    models = {a: load_run(runs[a])[0] for a in attentions}
-    context = min(m.config.block_size for m in models.values())
-    val = orbits.load_dataset(study.path("data", "pretrain"))["val"]
-    n = results["config"]["attention_figure"]["sequences"]
-    tokens = np.asarray(val.tokens[:n, :context], dtype=np.int64)
-    made["attention_maps"], made["attention_entropy"] = fig.plot_attention(
-        models, tokens, out / "attention_maps.png", out / "attention_entropy.png")
+    gpts = [m["attention"] for m in results["models"] if m.get("arch", "gpt") == "gpt"]  # baselines have none
+    models = {a: load_run(runs[a])[0] for a in gpts}
+    if models:
+        context = min(m.config.block_size for m in models.values())
+        val = orbits.load_dataset(study.path("data", "pretrain"))["val"]
+        n = results["config"]["attention_figure"]["sequences"]
+        tokens = np.asarray(val.tokens[:n, :context], dtype=np.int64)
+        made["attention_maps"], made["attention_entropy"] = fig.plot_attention(
+            models, tokens, out / "attention_maps.png", out / "attention_entropy.png")
     for a in attentions:
+        for kind, path in (("inductive_bias", study.path("inductive_bias", a, "inductive_bias.png")),
+                           ("rollout", study.path("rollouts", a, "rollout.png"))):
+            if path.exists():
+                made[f"{kind}_{a}"] = path
         arrows = study.path("solar", a, "force_arrows.png")
         if arrows.exists():
             made[f"force_arrows_{a}"] = arrows
@@ -72,6 +78,28 @@ def figures(study, results: dict) -> dict[str, str]:
     if pareto.exists():
         made["pareto_oracle-knn"] = pareto
     return {k: _rel(study, Path(v)) for k, v in made.items()}
+
+
+def _inductive_bias_rows(models: list[dict]) -> list[str]:
+    """The inductive-bias probe and the rollout of every model (the reference's yardsticks)."""
+    rows = [m for m in models if m.get("inductive_bias") or m.get("rollout")]
+    if not rows:
+        return []
+    lines = ["", "**Inductive bias and rollouts.** The inductive-bias score is the mean gap between the "
+             "distances of the fine-tuned model's extrapolations and those of an oracle on the true state "
+             "(0: the oracle's inductive bias; `orbitlaw probe --inductive-bias`). The rollout error is the mean "
+             "distance (AU) between the model's own generated orbit and the true one after a prompt, beside "
+             "every body staying where the prompt left it (repeat-last).", "",
+             "| model | arch | inductive bias vs linear oracle | vs MLP oracle | rollout error (AU) "
+             "| repeat-last (AU) |",
+             "|---|---|---|---|---|---|"]
+    for m in rows:
+        ib = (m.get("inductive_bias") or {}).get("scores", {})
+        ro = m.get("rollout") or {}
+        lines.append(f"| {m['attention']} | {m.get('arch', 'gpt')} | {_num(ib.get('linear'))} | "
+                     f"{_num(ib.get('mlp'))} | {_num(ro.get('mean_position_error_au'))} | "
+                     f"{_num(ro.get('mean_repeat_last_error_au'))} |")
+    return lines
 
 
 def discussion(results: dict) -> str:
@@ -202,6 +230,7 @@ def write_report(study, results: dict) -> dict[str, str]:
     law, newton = _law_cell(o["law"])
     lines.append(f"| *kNN oracle (true state)* | — | — | — | {_num(o['probe_r2'])} | {_num(o['probe_r2_log'])} | "
                  f"{law} | {newton} |")
+    lines += _inductive_bias_rows(results["models"])
     lines += ["", "Probe R² is on held-out, unlabelled planet steps; the law is the symbolic regression "
               "(Operon) of the probe's predictions on the steps nearest to training states, refitted on all of "
               "them. The verdict: `newtonian` is exactly C·m1·m2/r² chosen by a strict majority of the seeds; "

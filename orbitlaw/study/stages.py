@@ -161,6 +161,24 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) 
     return summarise_law(result)
 
 
+def inductive_bias(run: Path, data: Path, out: Path, spec: dict, progress: bool) -> dict:
+    from orbitlaw.discovery.inductive_bias import InductiveBiasConfig
+    from orbitlaw.discovery.inductive_bias import inductive_bias as probe
+
+    doc = probe(InductiveBiasConfig(run=str(run), data=str(data), out=str(out), **spec), progress=progress)
+    return {"scores": doc["scores"], "target_scores": doc["target_scores"]}
+
+
+def rollout(run: Path, data: Path, out: Path, spec: dict) -> dict:
+    """One greedy rollout of sequence ``spec["index"]``: ``out/rollout.png`` and ``out/rollout.json``."""
+    from orbitlaw.models.rollout import write_rollout
+
+    out.mkdir(parents=True, exist_ok=True)
+    doc = write_rollout(run, data, out / "rollout.png", split="train", index=spec["index"],
+                        prompt_steps=spec["prompt_steps"], steps=spec["steps"])
+    return {k: doc[k] for k in ("prompt_steps", "steps", "mean_position_error_au", "mean_repeat_last_error_au")}
+
+
 def summarise_law(law_doc: dict | None) -> dict | None:
     """The verdict fields of a LAW.json (None, or a failure record, passes through)."""
     if not law_doc or "expression" not in law_doc:
