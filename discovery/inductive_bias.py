@@ -86,9 +86,11 @@ class InductiveBiasConfig:
 
     def validate(self) -> None:
         probe_data.resolve_device(self.device)
+        flags = {"sequences": "dataset-sequences", "batch": "eval-batch"}
         for name in ("datasets", "sequences", "labels_per_sequence", "iterations", "bins", "candidates", "batch"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+                flag = flags.get(name, name.replace("_", "-"))
+                raise ValueError(f"--{flag} must be >= 1, got {getattr(self, name)}")
         if self.samples < 2:
             raise ValueError(f"--samples must be >= 2, got {self.samples}")
         if not self.lr > 0:
