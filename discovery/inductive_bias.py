@@ -36,7 +36,8 @@ steps (the reference also samples revealed ones); the oracle MLP is seeded; bins
 
 Reference sizes: 100 datasets of 100 sequences, 100 iterations, 2,000 samples
 (:data:`REFERENCE_SIZES`); the defaults are smaller for the CPU. Resumes after a kill: each dataset's
-result is written on its own (``PROBE/datasets/NNN.npz``, atomically) and kept.
+result is written on its own (``PROBE/datasets/NNN.npz``, atomically) and kept; the settings they were
+made with (the run's latest checkpoint and the code version included) must match to be reused.
 
 Outputs: ``PROBE/inductive_bias.json`` (curves, scores per oracle, per-dataset fit, settings, seed, code
 version) and ``PROBE/inductive_bias.png`` (the calibration plot).
@@ -45,6 +46,7 @@ version) and ``PROBE/inductive_bias.png`` (the calibration plot).
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -314,9 +316,14 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
     offset = token_offset(gpt.config)
     if context + offset > split.tokens.shape[1]:
         raise ValueError(f"the run's context ({context} positions) is longer than the dataset's sequences")
+    from orbitlaw.models import checkpoint
+
+    settings["checkpoint"] = checkpoint.latest(Path(cfg.run)).name  # a run trained further is another model
+    settings["code_version"] = code_version()
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")
+    created = not out.exists()
     done_dir = out / "datasets"
     stamp = out / "settings.json"
     if stamp.exists() and json.loads(stamp.read_text()) != settings:
@@ -337,7 +344,12 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
             with np.load(path, allow_pickle=False) as z:
                 results.append({name: z[name] for name in z.files})
             continue
-        result = run_dataset(cfg, split, k, context, offset, mean, std, device)
+        try:
+            result = run_dataset(cfg, split, k, context, offset, mean, std, device)
+        except BaseException:
+            if created and not any(done_dir.glob("*.npz")):  # nothing kept: leave no output behind
+                shutil.rmtree(out, ignore_errors=True)
+            raise
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
             np.savez(f, **result)
         results.append(result)

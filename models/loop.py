@@ -27,10 +27,12 @@ def autocast(device: torch.device, precision: str = "bf16"):
 
 def adamw(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.95),
           device: torch.device | None = None) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT; fused on CUDA."""
+    """AdamW with weight decay on matrices (>= 2-D parameters) only, as nanoGPT, except parameters marked
+    ``_no_weight_decay`` (Mamba's A); fused on CUDA."""
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    decayed = [p.dim() >= 2 and not getattr(p, "_no_weight_decay", False) for p in params]
+    groups = [{"params": [p for p, d in zip(params, decayed, strict=True) if d], "weight_decay": weight_decay},
+              {"params": [p for p, d in zip(params, decayed, strict=True) if not d], "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), fused=device is not None and device.type == "cuda")
 
 

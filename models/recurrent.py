@@ -92,6 +92,7 @@ class MambaBlock(nn.Module):
         # S4D-real initialisation A = -(1..N) per channel; dt starts in [1e-3, 1e-1] (log-uniform)
         self.A_log = nn.Parameter(torch.log(torch.arange(1, d_state + 1, dtype=torch.float32)).repeat(inner, 1))
         self.D = nn.Parameter(torch.ones(inner))
+        self.A_log._no_weight_decay = True  # as the reference Mamba: decay would pull every A toward -1
         self.out_proj = nn.Linear(inner, d, bias=bias)
         self.d_state = d_state
         self.post_init()

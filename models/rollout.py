@@ -49,8 +49,12 @@ def check_length(model: GPT, seq_len: int, bodies: int, prompt_steps: int, steps
     if need > seq_len:
         raise ValueError(f"--prompt-steps {prompt_steps} + --steps {steps} = {prompt_steps + steps} steps, but the "
                          f"sequence holds {available} steps of {bodies} bodies")
-    if model.config.pos == "learned" and need - 1 > model.config.block_size:
-        most = model.config.block_size // bodies - prompt_steps
+    # positions the last forward reads: every token but the last generated one (a regression model also
+    # drops the time-step token); a chunked model reads any length window by window
+    offset = 1 if model.config.regression else 0
+    if model.config.pos == "learned" and not getattr(model.config, "chunk", None) \
+            and need - 1 - offset > model.config.block_size:
+        most = (model.config.block_size + offset) // bodies - prompt_steps
         raise ValueError(f"the model reads at most {model.config.block_size} tokens (learned positions): at most "
                          f"{max(most, 0)} steps after a {prompt_steps}-step prompt")
     return need
@@ -178,7 +182,7 @@ def write_rollout(run, data, out, split: str | None = None, index: int = 0, prom
     if not 0 <= index < len(part):
         raise ValueError(f"--index {index} is out of range: the split has {len(part)} sequences")
     bodies = int(part.n_planets[index]) + 1
-    prompt = prompt_steps or max(1, int(run_config["context"]) // bodies // 4)
+    prompt = prompt_steps if prompt_steps is not None else max(1, int(run_config["context"]) // bodies // 4)
     r = rollout(model, part, index, prompt, steps, mode, temperature, seed, device)
     plot_rollout(r, out, f"{Path(run).name}: {steps} steps generated after {prompt} ({mode}), sequence {index}")
     doc = {"run": str(Path(run).resolve()), "data": str(Path(data).resolve()), "split": name, "index": index,

@@ -50,7 +50,8 @@ class TensorBoardTracker(Tracker):
     def __init__(self, run: Path, step: int):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(run / "tensorboard"), purge_step=step + 1 if step > 0 else None)
+        # events after the step the run (re)starts from belong to a trajectory that is being redone
+        self.writer = SummaryWriter(log_dir=str(run / "tensorboard"), purge_step=step + 1)
 
     def log(self, row: dict) -> None:
         for name, value in row.items():
@@ -63,18 +64,21 @@ class TensorBoardTracker(Tracker):
 
 
 class WandbTracker(Tracker):
-    def __init__(self, run: Path, config: dict):
-        import wandb
+    def __init__(self, run: Path, config: dict, step: int):
+        try:
+            import wandb
+        except Exception as exc:  # a broken install (a protobuf mismatch, say) is a one-line error too
+            raise ValueError(f"--log-to wandb: the wandb package does not import: {exc}") from None
 
         id_file = run / "wandb-id.txt"
-        if id_file.exists():
+        if id_file.exists() and step > 0:  # a resumed run continues its W&B run; a fresh start gets a new one
             run_id = id_file.read_text().strip()
         else:
             run_id = secrets.token_hex(4)
             write_text_atomic(id_file, run_id + "\n")
         try:
             self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "orbitlaw"), id=run_id, resume="allow",
-                                  name=run.resolve().name, dir=str(run), config=config)
+                                  name=run.resolve().name, dir=str(run), config=config, allow_val_change=True)
         except Exception as exc:  # wandb's errors (login, network, settings) come in many types
             why = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise ValueError(f"--log-to wandb: {why} (WANDB_MODE=offline logs without an account or a network)") \
@@ -94,5 +98,5 @@ def open_tracker(name: str, run: Path, config: dict, step: int) -> Tracker:
     if name == "tensorboard":
         return TensorBoardTracker(Path(run), step)
     if name == "wandb":
-        return WandbTracker(Path(run), config)
+        return WandbTracker(Path(run), config, step)
     return Tracker()

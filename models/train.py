@@ -21,6 +21,7 @@ import math
 import os
 import random
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -436,7 +437,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         _check_same_model(run, mcfg)  # before loading: another model's weights do not fit this one
         _, state = checkpoint.load(ckpt, model)
         saved = state["run_config"]
-        if saved["model"] != run_config["model"]:
+        if {**GPTConfig().to_dict(), **saved["model"]} != run_config["model"]:  # older runs lack newer settings
             raise ValueError(f"--resume with different model settings than the run in {run}")
         # runs saved before a setting existed ran with its default (precision: bf16)
         changed = [k for k in _TRAJECTORY_SETTINGS
@@ -564,7 +565,6 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             tdist.barrier()
     finally:
         bar.close()
-        tracker.close()
         stop.restore()
         if lock is not None:
             lock.release()
@@ -572,6 +572,10 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             import torch.distributed as tdist
 
             tdist.destroy_process_group()
+        try:
+            tracker.close()
+        except Exception as exc:  # the run is saved; a tracker that cannot finish does not undo it
+            print(f"orbitlaw train: warning: --log-to {cfg.log_to} did not close cleanly: {exc}", file=sys.stderr)
     if dist.main:
         plot_losses(run)
     final = read_metrics(run)

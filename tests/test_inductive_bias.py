@@ -125,7 +125,9 @@ def test_bad_inductive_bias_input_is_one_line(run, tmp_path):
     assert "--target is for the force probe" in err(_probe(run, tmp_path / "b", "--target", "force-vector"))
     assert "not allowed with argument" in err(_probe(run, tmp_path / "c", "--linear"))
     assert "more than the split's 24 sequences" in err(_probe(run, tmp_path / "d", "--dataset-sequences", "999"))
-    assert not any((tmp_path / d).exists() for d in "abcd")
+    assert "fewer than 2 unrevealed" in err(_probe(run, tmp_path / "f", "--labels-per-sequence", "1000"))
+    assert "--reference-sizes sets" in err(_probe(run, tmp_path / "g", "--reference-sizes"))
+    assert not any((tmp_path / d).exists() for d in "abcdfg")  # nothing left behind
     ok = subprocess.run(_probe(run, tmp_path / "e"), capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0, ok.stderr
     assert "different settings" in err(_probe(run, tmp_path / "e", "--seed", "4"))

@@ -5,6 +5,7 @@ which owns the top-level name ``kernels``); and a lint rule keeps the bare room 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import venv
@@ -25,8 +26,14 @@ def _run(cmd, cwd, timeout=300):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation", "-q", "-w", out], ROOT)
+    """The wheel built from a copy of the tracked files (a build inside the checkout would leave build/
+    there, and a stale file in it would reach later wheels)."""
+    out, tree = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("tree")
+    for name in _run(["git", "ls-files"], ROOT).splitlines():
+        if (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
+    _run([sys.executable, "-m", "pip", "wheel", tree, "--no-deps", "--no-build-isolation", "-q", "-w", out], tree)
     (path,) = out.glob("orbitlaw-*.whl")
     return path
 

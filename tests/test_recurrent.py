@@ -49,6 +49,15 @@ def test_every_core_is_causal(arch):
     assert not torch.allclose(a[:, 12:], b[:, 12:])
 
 
+def test_mamba_state_decay_is_not_weight_decayed():
+    from orbitlaw.models.loop import adamw
+
+    model = build_model("tiny", arch="mamba", **SMALL)
+    decayed = {id(p) for p in adamw(model, 1e-3, 0.1).param_groups[0]["params"]}
+    names = {n for n, p in model.named_parameters() if id(p) in decayed}
+    assert not any(n.endswith("A_log") for n in names) and any(n.endswith("in_proj.weight") for n in names)
+
+
 def test_every_preset_applies_to_every_arch_at_a_comparable_size():
     sizes = {}
     for arch in ARCHS:

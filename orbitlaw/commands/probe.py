@@ -61,12 +61,14 @@ def add_parser(sub) -> None:
                    help="linear probes: at most this many training and held-out sequences")
     p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")
     ib = p.add_argument_group("inductive-bias probe (--inductive-bias)")
-    ib.add_argument("--datasets", type=int, default=10, help="random-function datasets (reference 100)")
-    ib.add_argument("--dataset-sequences", type=int, default=32, help="sequences per dataset (reference 100)")
-    ib.add_argument("--iterations", type=int, default=100, help="full-batch fine-tuning steps per dataset "
-                    "(reference 100)")
-    ib.add_argument("--samples", type=int, default=1000, help="sampled steps compared pairwise per dataset "
-                    "(reference 2000)")
+    ib.add_argument("--datasets", type=int, default=None, help="random-function datasets (default 10; "
+                    "reference 100)")
+    ib.add_argument("--dataset-sequences", type=int, default=None, help="sequences per dataset (default 32; "
+                    "reference 100)")
+    ib.add_argument("--iterations", type=int, default=None, help="full-batch fine-tuning steps per dataset "
+                    "(default and reference 100)")
+    ib.add_argument("--samples", type=int, default=None, help="sampled steps compared pairwise per dataset "
+                    "(default 1000; reference 2000)")
     ib.add_argument("--reference-sizes", action="store_true",
                     help="the reference's sizes: 100 datasets of 100 sequences, 100 iterations, 2000 samples")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -139,14 +141,17 @@ def _inductive_bias(args) -> int:
         raise ValueError(f"{clashes[0]} is for the force probe; --inductive-bias fits random functions of the state")
     if not args.run:
         raise ValueError("--inductive-bias needs --run RUN")
-    sizes = {"datasets": args.datasets, "sequences": args.dataset_sequences, "iterations": args.iterations,
+    given = {"datasets": args.datasets, "sequences": args.dataset_sequences, "iterations": args.iterations,
              "samples": args.samples}
-    if args.reference_sizes:
-        sizes = dict(REFERENCE_SIZES)
+    given = {k: v for k, v in given.items() if v is not None}
+    if args.reference_sizes and given:
+        raise ValueError("--reference-sizes sets --datasets, --dataset-sequences, --iterations and --samples; "
+                         "give either")
+    sizes = dict(REFERENCE_SIZES) if args.reference_sizes else given
+    extra = {k: v for k, v in (("labels_per_sequence", args.labels_per_sequence), ("lr", args.lr)) if v is not None}
     doc = inductive_bias(InductiveBiasConfig(
-        run=args.run, data=args.data, out=args.out, split=args.split, labels_per_sequence=args.labels_per_sequence or 2,
-        lr=args.lr or 6e-4, seed=args.seed, batch=args.eval_batch, device=args.device, **sizes),
-        progress=not args.quiet)
+        run=args.run, data=args.data, out=args.out, split=args.split, seed=args.seed, batch=args.eval_batch,
+        device=args.device, **sizes, **extra), progress=not args.quiet)
     print(json.dumps({"kind": "inductive-bias", "scores": doc["scores"], "target_scores": doc["target_scores"]}))
     return 0
 

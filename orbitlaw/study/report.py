@@ -124,7 +124,7 @@ def discussion(results: dict) -> str:
         parts.append(f"The symbolic regression of the force probe's predictions came out Newtonian for "
                      f"{', '.join(newtonian)}: those probes carry the inverse-square law in their form.")
     elif judged:
-        parts.append("For no attention did the symbolic regression of the force probe's predictions come out as "
+        parts.append("For no model did the symbolic regression of the force probe's predictions come out as "
                      "Newton's law: the fine-tuned models predict forces that follow some other expression.")
     oracle = results["oracle"]["law"] or {}
     if oracle.get("newtonian"):
