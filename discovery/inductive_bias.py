@@ -45,6 +45,7 @@ version) and ``PROBE/inductive_bias.png`` (the calibration plot).
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from dataclasses import asdict, dataclass
@@ -181,11 +182,11 @@ def mlp_oracle(X: np.ndarray, y: np.ndarray, X_new: np.ndarray, seed: int, epoch
 # One dataset
 
 
-def _fine_tune(cfg: InductiveBiasConfig, split, seqs: np.ndarray, targets: np.ndarray, context: int, device,
-               torch_seed: int) -> ForceProbe:
+def _fine_tune(cfg: InductiveBiasConfig, gpt, split, seqs: np.ndarray, targets: np.ndarray, context: int,
+               device, torch_seed: int) -> ForceProbe:
     """A fresh copy of the run with a new 1-output head, trained ``cfg.iterations`` full-batch steps on the
     revealed targets ((len(seqs), context, 1), NaN where not revealed)."""
-    gpt, _ = load_run(cfg.run, "cpu")
+    gpt = copy.deepcopy(gpt)  # the pretrained run, untouched by the datasets before
     torch.manual_seed(torch_seed)
     model = ForceProbe(gpt, 1).to(device)
     optimizer = adamw(model, cfg.lr, 0.1, device=device)
@@ -206,7 +207,7 @@ def _fine_tune(cfg: InductiveBiasConfig, split, seqs: np.ndarray, targets: np.nd
     return model
 
 
-def run_dataset(cfg: InductiveBiasConfig, split, k: int, context: int, offset: int, mean: np.ndarray,
+def run_dataset(cfg: InductiveBiasConfig, gpt, split, k: int, context: int, offset: int, mean: np.ndarray,
                 std: np.ndarray, device) -> dict[str, np.ndarray]:
     """Dataset ``k``: its target function, fine-tune, oracles; the values at the sampled unrevealed steps
     (``model``, ``linear``, ``mlp``, ``target``: (samples,)) and the fit on the revealed ones."""
@@ -232,7 +233,7 @@ def run_dataset(cfg: InductiveBiasConfig, split, k: int, context: int, offset: i
     position = rows["token"] - offset
     targets = np.full((len(seqs), context, 1), np.nan, np.float32)
     targets[where[revealed], position[revealed], 0] = y[revealed]
-    model = _fine_tune(cfg, split, seqs, targets, context, device, torch_seed=cfg.seed * 100_003 + k)
+    model = _fine_tune(cfg, gpt, split, seqs, targets, context, device, torch_seed=cfg.seed * 100_003 + k)
     pred = predict(model, split, seqs, context, cfg.batch, device)[where, position, 0]
     X_lab, y_lab = state[revealed], y[revealed]
     return {
@@ -345,7 +346,7 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
                 results.append({name: z[name] for name in z.files})
             continue
         try:
-            result = run_dataset(cfg, split, k, context, offset, mean, std, device)
+            result = run_dataset(cfg, gpt, split, k, context, offset, mean, std, device)
         except BaseException:
             if created and not any(done_dir.glob("*.npz")):  # nothing kept: leave no output behind
                 shutil.rmtree(out, ignore_errors=True)

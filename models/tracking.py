@@ -28,7 +28,7 @@ def check_tracker(name: str) -> None:
     """One-line ValueError for an unknown tracker or one whose package is not installed."""
     if name not in TRACKERS:
         raise ValueError(f"unknown --log-to {name!r}; choose {', '.join(TRACKERS)}")
-    package = {"tensorboard": "tensorboard", "wandb": "wandb"}.get(name)
+    package = None if name == "none" else name  # each tracker's package has its name
     if package is not None:
         import importlib.util
 
