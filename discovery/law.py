@@ -49,6 +49,9 @@ METRICS = ("log", "relative")
 ERROR_FLOOR = 1e-12
 """Relative errors below this are round-off; they are clamped so that scores stay finite and stable."""
 
+REFIT_EVALUATIONS_PER_CONSTANT = 10
+"""A refit stops after this many residual evaluations per constant (plus one) when it has not converged."""
+
 PRUNE_TOLERANCE = 1e-6
 """A constant is dropped when setting it to 0 worsens the relative error by less than this (absolute)
 plus 1% of the error: such a term is not supported by the data."""
@@ -165,7 +168,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
         # leastsq, scipy 1.17) proposed different steps from identical residuals from one call to the next
         # within a process, so two identical studies came out with different constants (issue 17;
         # tests/test_discover.py::test_polishing_is_deterministic_within_a_process).
-        x = least_squares(residual, x0, method="trf", max_nfev=30 * (len(x0) + 1)).x
+        x = least_squares(residual, x0, method="trf", max_nfev=REFIT_EVALUATIONS_PER_CONSTANT * (len(x0) + 1)).x
         best = x if np.sum(residual(x) ** 2) <= np.sum(residual(x0) ** 2) else x0
         if log_y is not None and len(y) > len(x0):
             # Least squares lets a few corrupted rows (2% of rows off by 10x) shift every constant by ~5%; a
@@ -174,7 +177,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
             noise = 1.4826 * float(np.median(np.abs(r - np.median(r))))
             if noise > 1e-12:
                 robust = least_squares(residual, best, method="trf", loss="soft_l1", f_scale=noise,
-                                       max_nfev=30 * (len(x0) + 1)).x
+                                       max_nfev=REFIT_EVALUATIONS_PER_CONSTANT * (len(x0) + 1)).x
                 if np.mean(np.abs(residual(robust))) < np.mean(np.abs(r)):
                     best = robust
     except (ValueError, np.linalg.LinAlgError):

@@ -46,7 +46,7 @@ import numpy as np
 import sympy
 from tqdm import tqdm
 
-from orbitlaw.discovery import expression_text, powerlaw
+from orbitlaw.discovery import expression_text, outliers, powerlaw
 from orbitlaw.discovery import law as laws
 from orbitlaw.discovery import verdict as verdicts
 from orbitlaw.discovery.backends import SearchSettings, check_available, placeholders, prepare, search
@@ -156,16 +156,18 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     symbols = placeholders(X.shape[1])
     found = []
     base = powerlaw.screen(Xs, ys, symbols)
+    clean = ~outliers.gross_errors(Xs, ys)  # the search alone leaves gross errors out (see outliers)
     with np.errstate(all="ignore"):
         ratio = None if base is None else ys / laws.evaluate(base, symbols, Xs)
     if ratio is None or not np.all(np.isfinite(ratio)):  # a target or feature <= 0: search the raw target
         for restart in range(restarts):
-            found += search(backend, Xs, ys, seed=seed * 1000 + restart, settings=settings)
+            found += search(backend, Xs[clean], ys[clean], seed=seed * 1000 + restart, settings=settings)
     else:  # search the departure g = y / base from the best power law; candidates are base * g
         found.append(base)
         residual = dataclasses.replace(settings, maxsize=max(3, settings.maxsize - laws.complexity(base) + 1))
         for restart in range(restarts):
-            found += [base * g for g in search(backend, Xs, ratio, seed=seed * 1000 + restart, settings=residual)]
+            found += [base * g for g in search(backend, Xs[clean], ratio[clean], seed=seed * 1000 + restart,
+                                               settings=residual)]
     # Polishing (simplify, refit, prune) costs ~10-50 ms an expression: only the raw fronts get it, the
     # front in the metric and the front in relative L1 (the search's own scale: a raw expression whose
     # constants only polishing makes sensible in log space is kept by the second).
@@ -187,7 +189,7 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     expr = _robust_constant(chosen.expr, symbols, X[np.concatenate([rows, held])], y[np.concatenate([rows, held])],
                             metric)
     return {"seed": seed, "expression": str(expr), "error": chosen.error, "complexity": chosen.complexity,
-            "search_rows": len(rows), "holdout_rows": len(held), "seconds": time.perf_counter() - start,
+            "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held), "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu, "pareto": [c.to_dict() for c in front]}
 
 
