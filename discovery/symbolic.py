@@ -5,8 +5,9 @@ magnitude (Msun AU / yr^2), ``seeds`` independent fits, each:
 
 1. draws its own rows: ``points`` for the search and as many again, disjoint, held out for selection
    (each at most half the table);
-2. runs ``restarts`` searches on the search rows and adds the log-space power-law screen's candidate
-   (:mod:`orbitlaw.discovery.powerlaw`) to their merged Pareto fronts;
+2. runs ``restarts`` searches on the search rows, less their gross errors (:mod:`orbitlaw.discovery.outliers`),
+   and adds the log-space power-law screen's candidate (:mod:`orbitlaw.discovery.powerlaw`) to their merged
+   Pareto fronts;
 3. simplifies, refits and prunes every front member on the search rows (:func:`law.polish`), in the error
    metric of the target (:func:`law.metric_for`: log error for a positive target, so that rows of every
    magnitude count alike; relative L1 otherwise);
@@ -189,7 +190,8 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     expr = _robust_constant(chosen.expr, symbols, X[np.concatenate([rows, held])], y[np.concatenate([rows, held])],
                             metric)
     return {"seed": seed, "expression": str(expr), "error": chosen.error, "complexity": chosen.complexity,
-            "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held), "seconds": time.perf_counter() - start,
+            "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held),
+            "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu, "pareto": [c.to_dict() for c in front]}
 
 

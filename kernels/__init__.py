@@ -1,5 +1,6 @@
 """Attention kernels of orbitlaw: fused Triton LSSA / LSSAR (forward and backward, O(T) memory), their
-plain PyTorch references, and LASER on top of PyTorch SDPA.
+plain PyTorch references, LASER on top of PyTorch SDPA, and the registry of every attention by name
+(``orbitlaw.kernels.registry``: the definitions in ``orbitlaw.kernels.weights``).
 
 All functions take causal q, k, v of shape (B, H, T, D) and return (B, H, T, D). Importing this package
 does not import triton; without it, backend="auto" runs the PyTorch references.

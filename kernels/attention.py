@@ -2,8 +2,11 @@
 
 backend="triton" runs the fused Triton kernels (CUDA tensors, or CPU tensors under TRITON_INTERPRET=1),
 "torch" the plain PyTorch reference, "auto" Triton on CUDA when it is importable and supports the dtype,
-head dim and (LSSAR) power, the reference otherwise (never the slow interpreter). On CUDA the LSSAR kernels
-take whole-number p in 1..64 only (see ``backend.cuda_kernel_supports_power``).
+head dim and (LSSAR) power, the reference otherwise (never the slow interpreter). This is the one place
+that decides: the model and the registry (``orbitlaw.kernels.registry``) call these functions. The fused
+kernels run full causal attention in O(T) memory: a sliding ``window`` runs the reference, and
+``chunk_size`` (the reference's memory bound) matters only where the reference runs. On CUDA the
+LSSAR kernels take whole-number p in 1..64 only (see ``backend.cuda_kernel_supports_power``).
 """
 
 from __future__ import annotations
@@ -15,18 +18,29 @@ from orbitlaw.kernels.checks import check_p, check_qkv
 from orbitlaw.kernels.reference import lssa_reference, lssar_reference
 
 
-def lssa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "auto") -> torch.Tensor:
+def _fused_only_full(backend: str, window) -> str:
+    """'auto' runs the reference for a window; 'triton' refuses one."""
+    if backend == "triton" and window is not None:
+        raise ValueError("backend='triton' runs full causal attention; a sliding window needs backend 'torch' or "
+                         "'auto'")
+    return "torch" if backend == "auto" and window is not None else backend
+
+
+def lssa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "auto",
+                   window: int | None = None, chunk_size: int | None = None) -> torch.Tensor:
     """Causal length-scaled softplus attention (LSSA).
 
     Args:
         q, k, v: (B, H, T, D) queries, keys, values (one float dtype and device).
         backend: "auto", "triton" or "torch".
+        window, chunk_size: sliding window and query-chunk size of the reference (module doc).
     Returns:
         (B, H, T, D) output in the input dtype.
     """
     check_qkv(q, k, v)
+    backend = _fused_only_full(backend, window)
     if resolve_backend(backend, q) == "torch":
-        return lssa_reference(q, k, v)
+        return lssa_reference(q, k, v, window=window, chunk_size=chunk_size)
     check_triton_inputs(q)
     from orbitlaw.kernels.lssa_triton import lssa_triton
 
@@ -34,7 +48,8 @@ def lssa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: s
 
 
 def lssar_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: float = 15.0, backend: str = "auto"
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: float = 15.0, backend: str = "auto",
+    window: int | None = None, chunk_size: int | None = None,
 ) -> torch.Tensor:
     """Causal LSSA with re-weighting (LSSAR) of power p.
 
@@ -42,15 +57,17 @@ def lssar_attention(
         q, k, v: (B, H, T, D) queries, keys, values (one float dtype and device).
         p: re-weighting power, > 0 (the paper uses 3 and 15); integer p up to 64 avoid pow in the kernel.
         backend: "auto", "triton" or "torch".
+        window, chunk_size: sliding window and query-chunk size of the reference (module doc).
     Returns:
         (B, H, T, D) output in the input dtype.
     """
     check_qkv(q, k, v)
     p = check_p(p)
+    backend = _fused_only_full(backend, window)
     if backend == "auto" and q.is_cuda and not cuda_kernel_supports_power(p):
         backend = "torch"
     if resolve_backend(backend, q) == "torch":
-        return lssar_reference(q, k, v, p=p)
+        return lssar_reference(q, k, v, p=p, window=window, chunk_size=chunk_size)
     check_triton_inputs(q)
     if q.is_cuda and not cuda_kernel_supports_power(p):
         raise ValueError(f"backend='triton' runs LSSAR on CUDA for whole-number p in 1..64 only, got p={p}; "

@@ -111,16 +111,27 @@ def _lssa_chunk(
     return a @ v[..., j0:stop, :]
 
 
-def _safe_pow(y: torch.Tensor, p: float) -> torch.Tensor:
-    """y^p for y >= 0, 0 where y == 0, with a finite gradient everywhere (also for p < 1)."""
+def _safe_pow(y: torch.Tensor, p) -> torch.Tensor:
+    """y^p for y >= 0, 0 where y == 0, with a finite gradient everywhere (also for p < 1); p a number or a
+    tensor that broadcasts against y (per-row powers)."""
     pos = y > 0
     return torch.where(pos, torch.where(pos, y, torch.ones_like(y)) ** p, torch.zeros_like(y))
 
 
-def _lssar_chunk(
-    qn: torch.Tensor, kn: torch.Tensor, v: torch.Tensor, start: int, stop: int, window: int | None, p: float
-) -> torch.Tensor:
-    e, mask, n, j0 = _softplus_rows(qn, kn, start, stop, window)
+def reweight(e: torch.Tensor, mask: torch.Tensor, n: torch.Tensor, p) -> torch.Tensor:
+    """LSSAR's re-weighting of the row weights ``a = e / sum_j e`` (e >= 0, 0 outside ``mask``).
+
+    R_ij = relu(n_i a_ij - O_i)^p (O_i = 0 for n_i <= 3 else 1), W_ij = R_ij / sum_j R_ij; a row whose
+    weights all tie, or whose largest n_i a_ij - O_i is <= 0 (so that every R_ij = 0), keeps a. The power
+    is taken of relu(n_i a_ij - O_i) divided by its row maximum (values in [0, 1]), so that p = 15 cannot
+    overflow; the factor cancels in the normalisation and carries no gradient.
+
+    Args:
+        e: (B, H, rows, keys) non-negative row weights, unnormalised; mask: (rows, keys) allowed keys;
+        n: (rows,) key counts; p: the power, a number or a (rows, 1) tensor of per-row powers.
+    Returns:
+        (B, H, rows, keys) weights, each row summing to 1.
+    """
     row_sum = e.sum(dim=-1, keepdim=True)
     a = e / row_sum
     offset = (n > 3).to(e.dtype)[:, None]  # O_i
@@ -134,8 +145,14 @@ def _lssar_chunk(
     inv_scale = torch.where(tie, torch.ones_like(x_max), 1.0 / x_max).detach()
     r = _safe_pow(torch.relu(x) * inv_scale, p)
     r_sum = torch.where(tie, torch.ones_like(x_max), r.sum(dim=-1, keepdim=True))
-    w = torch.where(tie, a, r / r_sum)
-    return w @ v[..., j0:stop, :]
+    return torch.where(tie, a, r / r_sum)
+
+
+def _lssar_chunk(
+    qn: torch.Tensor, kn: torch.Tensor, v: torch.Tensor, start: int, stop: int, window: int | None, p: float
+) -> torch.Tensor:
+    e, mask, n, j0 = _softplus_rows(qn, kn, start, stop, window)
+    return reweight(e, mask, n, p) @ v[..., j0:stop, :]
 
 
 def lssa_reference(

@@ -1,6 +1,7 @@
-"""models: GPT sequence models over orbit tokens, with six attentions (softmax, LSSA, LSSAR, LASER,
-sigmoid, ReLU), presets from a CPU-sized ``tiny`` to the reference ``gpt-109m``, and their training.
-May use ``orbits`` and ``kernels``; nothing above it."""
+"""models: GPT sequence models over orbit tokens, with every attention of ``orbitlaw.kernels.registry``
+(softmax, LSSA, LSSAR, LASER, sigmoid, ReLU and the LSSAR write-up's ablations), presets from a CPU-sized
+``tiny`` to the reference ``gpt-109m``, and their training. May use ``orbits`` and ``kernels``; nothing above
+it."""
 
 from orbitlaw.models.attention import ATTENTIONS, attend
 from orbitlaw.models.gpt import GPT, GPTConfig

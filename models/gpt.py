@@ -56,7 +56,7 @@ class GPTConfig:
         if self.attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
         if not self.p > 0:
-            raise ValueError(f"LSSAR power p must be > 0, got {self.p}")
+            raise ValueError(f"re-weighting power p must be > 0, got {self.p}")
         if self.embed_init not in ("normal", "fourier"):
             raise ValueError(f"unknown embedding init {self.embed_init!r}; choose normal or fourier")
         if not 1 <= self.position_bins <= self.vocab_size:

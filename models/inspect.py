@@ -4,32 +4,29 @@
 W of weights each query i puts on each key j, such that the attention output (before the output
 projection) is exactly what the model computes:
 
-- softmax, lssa, lssar, sigmoid, relu: output = W @ v;
+- every attention but LASER: output = W @ v;
 - laser: output = log(W @ exp(v - m)) + m, m the per-channel max of v over the sequence (W is the
   softmax of q k^T / sqrt(d) that LASER applies to exp(v)).
 
 q and k are taken from the model's own forward pass (a forward pre-hook on each block's attention
 records its input and rotary tables; q, k, v are then formed by the block's ``c_attn`` exactly as
-``CausalSelfAttention.forward`` does), and the weights follow the formulas of ``orbitlaw.models.attention`` and
-``orbitlaw.kernels.reference`` (science.md section 4) with the model's causal mask, sliding window, LSSAR power
-p and position encoding. Weights are computed in float32 (float64 for a float64 model), whatever
-backend (SDPA, Triton) the model itself used. Memory: n_layer x B x H x T^2 floats (gpt-109m at
-T = 999: 48 MB per sequence and layer).
+``CausalSelfAttention.forward`` does), and the weights are the registry's
+(``orbitlaw.kernels.registry.weights``: the formulas of ``orbitlaw.kernels.weights``, science.md section 4)
+with the model's causal mask, sliding window, power p and position encoding. Weights are computed in
+float32 (float64 for a float64 model), whatever backend (SDPA, Triton) the model itself used. Memory:
+n_layer x B x H x T^2 floats (gpt-109m at T = 999: 48 MB per sequence and layer).
 
-Only softmax, lssa, lssar and laser weights sum to 1 over a row; sigmoid and relu weights do not
-(sigmoid: each in (0, 1); relu: relu(s) / n_i, possibly all zero). ``attention_entropy`` and
-``max_weight`` normalise each row to sum 1 first, so they describe the *shape* of the distribution
-over keys for every variant alike.
+Only the normalised variants' weights sum to 1 over a row; sigmoid and relu weights do not
+(sigmoid: each in (0, 1); relu: relu(s) / n_i, possibly all zero), and a relu-l1 row can be all zero.
+``attention_entropy`` and ``max_weight`` normalise each row to sum 1 first, so they describe the *shape* of
+the distribution over keys for every variant alike.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 
-from orbitlaw.kernels.reference import NORM_EPS, attend_mask, key_counts
+from orbitlaw.kernels import registry
 from orbitlaw.models.gpt import GPT, CausalSelfAttention, apply_rope
 
 
@@ -80,58 +77,9 @@ def attention_weights(model: GPT, tokens: torch.Tensor) -> list[torch.Tensor]:
 
 def weights_from_qk(name: str, q: torch.Tensor, k: torch.Tensor, p: float = 15.0,
                     window: int | None = None) -> torch.Tensor:
-    """(B, H, T, T) weights of attention ``name`` for q, k (B, H, T, D), computed as the model does."""
-    T, D = q.shape[-2], q.shape[-1]
-    dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
-    q, k = q.to(dtype), k.to(dtype)
-    mask = attend_mask(0, T, 0, window, q.device)  # (T, T), True where query i may attend key j
-    zero = torch.zeros((), dtype=dtype, device=q.device)
-    if name in ("softmax", "laser"):
-        scores = (q @ k.transpose(-1, -2) / math.sqrt(D)).masked_fill(~mask, -math.inf)
-        return torch.softmax(scores, dim=-1)
-    if name in ("sigmoid", "relu"):  # models.attention._pointwise_attention
-        scores = q @ k.transpose(-1, -2) / math.sqrt(D)
-        if name == "sigmoid":
-            w = torch.sigmoid(scores - math.log(T))
-        else:
-            w = torch.relu(scores) / mask.sum(-1, keepdim=True).to(dtype)
-        return torch.where(mask, w, zero)
-    if name in ("lssa", "lssar"):
-        return _lssa_weights(q, k, mask, window) if name == "lssa" else _lssar_weights(q, k, mask, window, p)
-    raise ValueError(f"unknown attention {name!r}")
-
-
-def _softplus_scores(q, k, mask, window):
-    """Masked softplus(S) (B, H, T, T) of LSSA, S_ij = log(d) log(n_i) q^_i . k^_j, and n_i (T,)."""
-    T, D = q.shape[-2], q.shape[-1]
-    qn, kn = F.normalize(q, dim=-1, eps=NORM_EPS), F.normalize(k, dim=-1, eps=NORM_EPS)
-    n = key_counts(0, T, window, q.device, q.dtype)
-    s = (math.log(D) * torch.log(n))[:, None] * (qn @ kn.transpose(-1, -2))
-    return F.softplus(s).masked_fill(~mask, 0.0), n
-
-
-def _lssa_weights(q, k, mask, window):
-    e, _ = _softplus_scores(q, k, mask, window)
-    return e / e.sum(dim=-1, keepdim=True)
-
-
-def _lssar_weights(q, k, mask, window, p):
-    """LSSAR weights, step for step as kernels.reference._lssar_chunk (ties keep their LSSA weights)."""
-    e, n = _softplus_scores(q, k, mask, window)
-    row_sum = e.sum(dim=-1, keepdim=True)
-    a = e / row_sum
-    offset = (n > 3).to(e.dtype)[:, None]  # O_i
-    n_over_sum = n[:, None] / row_sum
-    x = e * n_over_sum - offset  # n_i A_ij - O_i
-    e_max = e.masked_fill(~mask, -math.inf).amax(dim=-1, keepdim=True)
-    e_min = e.masked_fill(~mask, math.inf).amin(dim=-1, keepdim=True)
-    x_max = e_max * n_over_sum - offset
-    tie = (e_max == e_min) | (x_max <= 0)
-    inv_scale = torch.where(tie, torch.ones_like(x_max), 1.0 / x_max)  # power of values in [0, 1]
-    y = torch.relu(x) * inv_scale
-    r = torch.where(y > 0, torch.where(y > 0, y, torch.ones_like(y)) ** p, torch.zeros_like(y))
-    r_sum = torch.where(tie, torch.ones_like(x_max), r.sum(dim=-1, keepdim=True))
-    return torch.where(tie, a, r / r_sum)
+    """(B, H, T, T) weights of attention ``name`` for q, k (B, H, T, D), computed as the model does
+    (``orbitlaw.kernels.registry.weights``)."""
+    return registry.weights(name, q, k, p=p, window=window)
 
 
 def _normalised(weights: torch.Tensor) -> torch.Tensor:

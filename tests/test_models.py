@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from orbitlaw import models
-from orbitlaw.models.attention import relu_attention, sigmoid_attention
+from orbitlaw.kernels import registry
 
 SMALL = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 48}
 
@@ -117,10 +117,10 @@ def _naive(q, k, v, weight):
 def test_sigmoid_and_relu_attention_match_their_formulas():
     torch.manual_seed(2)
     q, k, v = (torch.randn(2, 3, 11, 8, dtype=torch.float64) for _ in range(3))
-    torch.testing.assert_close(sigmoid_attention(q, k, v),
+    torch.testing.assert_close(registry.attention("sigmoid", q, k, v),
                                _naive(q, k, v, lambda s, n, T: torch.sigmoid(s - math.log(T))))
-    torch.testing.assert_close(relu_attention(q, k, v), _naive(q, k, v, lambda s, n, T: torch.relu(s) / n))
-    torch.testing.assert_close(relu_attention(q, k, v, chunk_size=3), relu_attention(q, k, v))
+    torch.testing.assert_close(registry.attention("relu", q, k, v), _naive(q, k, v, lambda s, n, T: torch.relu(s) / n))
+    torch.testing.assert_close(registry.attention("relu", q, k, v, chunk_size=3), registry.attention("relu", q, k, v))
 
 
 def test_regression_variant():

@@ -17,9 +17,13 @@ def add_parser(sub) -> None:
     p.add_argument("--preset", default=None, choices=("tiny", "small", "gpt-109m", "control"),
                    help="model size (control: the positive control's 25k-parameter regression GPT, "
                         "continuous positions in AU, MSE)")
-    p.add_argument("--attention", default="softmax",
-                   choices=("softmax", "lssa", "lssar", "laser", "sigmoid", "relu"))
-    p.add_argument("--p", type=float, default=15.0, help="LSSAR power (default 15)")
+    from orbitlaw.kernels import registry
+
+    p.add_argument("--attention", default="softmax", choices=registry.NAMES, metavar="NAME",
+                   help=f"attention variant (default softmax): {registry.describe()}")
+    p.add_argument("--p", type=float, default=15.0,
+                   help="re-weighting power of " + ", ".join(n for n, a in registry.ATTENTIONS.items() if a.uses_p)
+                        + " (default 15)")
     p.add_argument("--arch", choices=("gpt", "lstm", "rnn", "mamba"), default="gpt",
                    help="sequence-model core: transformer (gpt, default), LSTM, RNN or Mamba blocks between the "
                         "same embeddings and head; every --preset applies to each")

@@ -3,8 +3,8 @@
 Each function draws with matplotlib's object API (Agg canvas, no pyplot state), writes one PNG
 atomically (a temporary file beside it, then ``os.replace``), creates the parent folder and returns the
 path. Each takes a dict keyed by a label (normally the attention name) and raises a one-line ValueError
-when there is nothing to draw. The six attentions of ``orbitlaw.models.attention.ATTENTIONS`` keep one colour in
-every figure; other labels take the remaining colours in order.
+when there is nothing to draw. Every attention of ``orbitlaw.models.attention.ATTENTIONS`` keeps one colour
+(modulo 10) in every figure; other labels take the remaining colours in order.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ MAP_TOKENS = 200
 
 
 def _colours(labels) -> dict[str, str]:
-    """A matplotlib colour per label: C0..C5 for the ATTENTIONS, then C6, C7, ... for other labels."""
+    """A matplotlib colour per label: C<i mod 10> for the i-th of the ATTENTIONS, then the next ones for
+    other labels."""
     others = iter(range(len(ATTENTIONS), 10_000))
-    return {name: f"C{ATTENTIONS.index(name) if name in ATTENTIONS else next(others) % 10}" for name in labels}
+    return {name: f"C{(ATTENTIONS.index(name) if name in ATTENTIONS else next(others)) % 10}" for name in labels}
 
 
 def _save(fig: Figure, out: Path) -> Path:

@@ -183,7 +183,7 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
         notes.append("bf16 autocast (the reference trains in fp32: --protocol reference or --precision fp32)")
     config["notes"] = notes
     if attentions:
-        from orbitlaw.models.attention import ATTENTIONS
+        from orbitlaw.kernels.registry import NAMES as ATTENTIONS
 
         bad = [a for a in attentions if a not in ATTENTIONS]
         if bad or len(set(attentions)) != len(attentions):
