@@ -81,6 +81,12 @@ ATTENTIONS: dict[str, Attention] = {
 NAMES = tuple(ATTENTIONS)
 
 
+def sweep(p: float = 15.0) -> dict[str, tuple[str, float]]:
+    """The variants a comparison sweeps (``benchmarks/extrapolation.py``, ``benchmarks/passkey.py``): label ->
+    (attention, p), every registered attention at ``p`` and LSSAR also at p = 3 (the write-up's two powers)."""
+    return {**{name: (name, p) for name in NAMES}, "lssar-p3": ("lssar", 3.0)}
+
+
 def get(name: str) -> Attention:
     """The entry of ``name``; a one-line ValueError naming the choices for an unknown name."""
     if name not in ATTENTIONS:

@@ -85,7 +85,7 @@ def test_relu_as_phi_has_dead_rows_and_normalised_variants_sum_to_one():
     q, k, _ = qkv(4)
     w = registry.weights("relu-l1", q, k)
     assert torch.all(w[:, :, 0] == 0)  # log n_1 = 0: the first row's scores are all 0, relu kills them
-    for name, spec in registry.ATTENTIONS.items():
+    for name in registry.NAMES:
         if name in ("sigmoid", "relu", "relu-l1"):
             continue
         torch.testing.assert_close(registry.weights(name, q, k).sum(-1), torch.ones(SHAPE[:3], dtype=torch.float64))

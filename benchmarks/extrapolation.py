@@ -1,0 +1,163 @@
+"""Benchmark: length extrapolation of every attention of the registry, the LSSAR write-up's table on orbits.
+
+Every variant (``orbitlaw.kernels.registry.NAMES``, re-weighting ones at ``--p``; LSSAR also at p = 3 as
+``lssar-p3``) is trained from each of ``--seeds`` seeds on the same ``two-body`` data: a ``tiny`` GPT with
+rotary positions, narrowed to ``--width`` and a training context of ``--context`` tokens, ``--steps`` steps
+of ``--batch`` sequences (cosine lr 1e-3, fp32, one CPU thread per run). Each run is then evaluated by
+``orbitlaw evaluate`` on fresh sequences of 1x, 2x, 4x, 8x and 16x its training context
+(``--sequences`` of each). Two runs go at once (``--workers``); finished runs are kept in ``--work``, so a
+killed benchmark resumes.
+
+Writes ``--out`` (JSON: per variant and length the loss of each seed, its mean and standard deviation,
+and the ratio to the same seed's loss at 1x; settings, machine, code version) and a figure beside it.
+
+    python benchmarks/extrapolation.py --out benchmarks/results/extrapolation.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+
+LENGTHS = (1, 2, 4, 8, 16)
+
+
+def one_run(task: dict) -> dict:
+    """Train and evaluate one (variant, seed); the result is cached as JSON in the run directory."""
+    import torch
+
+    torch.set_num_threads(1)
+    from orbitlaw.models.evaluate import evaluate
+    from orbitlaw.models.train import TrainConfig, read_metrics, train
+
+    run = Path(task["run"])
+    done = run / "extrapolation-result.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    t0 = time.perf_counter()
+    cfg = TrainConfig(data=task["data"], out=str(run), preset="tiny", attention=task["attention"], p=task["p"],
+                      pos="rope", max_steps=task["steps"], batch_size=task["batch"], lr=1e-3, schedule="cosine",
+                      warmup_steps=max(1, task["steps"] // 20), seed=task["seed"], eval_every=task["steps"],
+                      checkpoint_every=task["steps"], eval_sequences=32, precision="fp32", device="cpu",
+                      model_overrides={"block_size": task["context"], "n_embd": task["width"]})
+    train(cfg, resume=(run / "config.json").exists(), progress=False)
+    trained = time.perf_counter() - t0
+    result = evaluate(run, task["data"], lengths=list(LENGTHS), split="val", n_seq=16,
+                      extrapolation_sequences=task["sequences"], chunk_size=256)
+    val = [r["val_loss"] for r in read_metrics(run) if r.get("val_loss") is not None]
+    out = {"label": task["label"], "attention": task["attention"], "p": task["p"], "seed": task["seed"],
+           "val_loss": val[-1], "loss": result["extrapolation"]["loss"], "train_seconds": trained,
+           "seconds": time.perf_counter() - t0}
+    done.write_text(json.dumps(out))
+    return out
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Per variant and length: losses per seed, mean, sd (ddof 1) and the mean ratio to 1x."""
+    table = {}
+    for label in dict.fromkeys(r["label"] for r in rows):
+        mine = sorted((r for r in rows if r["label"] == label), key=lambda r: r["seed"])
+        entry = {"attention": mine[0]["attention"], "p": mine[0]["p"], "seeds": [r["seed"] for r in mine]}
+        for m in LENGTHS:
+            loss = np.array([r["loss"][str(m)] for r in mine])
+            ratio = loss / np.array([r["loss"]["1"] for r in mine])
+            entry[str(m)] = {"loss": loss.tolist(), "mean": float(loss.mean()),
+                             "sd": float(loss.std(ddof=1)) if len(loss) > 1 else None,
+                             "ratio_mean": float(ratio.mean()),
+                             "ratio_sd": float(ratio.std(ddof=1)) if len(ratio) > 1 else None}
+        table[label] = entry
+    return table
+
+
+def plot(table: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, (label, e) in enumerate(table.items()):
+        means = [e[str(m)]["mean"] for m in LENGTHS]
+        sds = [e[str(m)]["sd"] or 0.0 for m in LENGTHS]
+        ax.errorbar(LENGTHS, means, yerr=sds, marker="o", capsize=3, label=label, color=f"C{i % 10}",
+                    linestyle="-" if i < 10 else "--")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(LENGTHS, [f"{m}x" for m in LENGTHS])
+    ax.set_xlabel("evaluation context / training context")
+    ax.set_ylabel("validation loss (nats per coordinate)")
+    ax.set_title("Length extrapolation on two-body orbits (mean ± sd over seeds)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--context", type=int, default=64, help="training context (tokens)")
+    parser.add_argument("--width", type=int, default=64, help="model width (tiny's is 128)")
+    parser.add_argument("--sequences", type=int, default=4, help="evaluation sequences per length")
+    parser.add_argument("--train-sequences", type=int, default=2000, help="two-body training sequences")
+    parser.add_argument("--p", type=float, default=15.0)
+    parser.add_argument("--only", default=None, help="comma-separated labels (default: every variant)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--work", default="/tmp/orbitlaw-extrapolation-bench")
+    parser.add_argument("--out", default="benchmarks/results/extrapolation.json")
+    args = parser.parse_args()
+
+    from orbitlaw import orbits
+    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+
+    work = Path(args.work)
+    data = work / f"data-{args.train_sequences}"
+    if not (data / "manifest.json").exists():
+        orbits.simulate("two-body", {"train": args.train_sequences, "val": 64}, 0, data, progress=False)
+    from orbitlaw.kernels.registry import sweep
+
+    labels = sweep(args.p)
+    chosen = args.only.split(",") if args.only else list(labels)
+    unknown = [c for c in chosen if c not in labels]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(labels)}")
+    tasks = [{"label": label, "attention": labels[label][0], "p": labels[label][1], "seed": seed,
+              "run": str(work / f"run-{label}-s{seed}-{args.context}x{args.width}-{args.steps}"), "data": str(data),
+              "steps": args.steps, "batch": args.batch, "context": args.context, "width": args.width,
+              "sequences": args.sequences}
+             for seed in range(args.seeds) for label in chosen]
+    start = time.perf_counter()
+    rows = []
+    with ProcessPoolExecutor(max_workers=args.workers, mp_context=get_context("spawn")) as pool:
+        for row in pool.map(one_run, tasks):
+            rows.append(row)
+            print(f"{row['label']:>15s} seed {row['seed']}: " + "  ".join(
+                f"{m}x {row['loss'][str(m)]:.3f}" for m in LENGTHS) + f"  ({row['seconds']:.0f} s)", flush=True)
+    table = summarise(rows)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure = out.with_suffix(".png")
+    plot(table, figure)
+    write_json_atomic(out, {
+        "benchmark": "extrapolation", "lengths": list(LENGTHS), "table": table, "runs": rows,
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
+        "data": {"preset": "two-body", "train": args.train_sequences, "val": 64, "seed": 0},
+        "wall_seconds": time.perf_counter() - start, "figure": figure.name,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "code_version": code_version(), "dependency_versions": dependency_versions()})
+
+
+if __name__ == "__main__":
+    main()

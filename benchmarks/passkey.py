@@ -1,0 +1,118 @@
+"""Benchmark: passkey retrieval (``orbitlaw.models.passkey``) for every attention of the registry, with seeds.
+
+Every variant (``orbitlaw.kernels.registry.sweep``: each registered attention at ``--p``, LSSAR also at
+p = 3) is trained from ``--seeds`` seeds on sequences of ``--train-length`` tokens (``--steps`` steps of
+32) and tested on ``--test-samples`` fresh sequences at 1x, 2x, 4x, 8x and 16x that length. Two runs go at once; each
+finished run is kept in ``--work`` (a killed benchmark resumes). Writes ``--out`` (JSON: accuracy per
+variant, length and seed, mean and sd; settings, machine, code version) and a figure beside it.
+
+    python benchmarks/passkey.py --out benchmarks/results/passkey.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+
+
+def one_run(task: dict) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    from orbitlaw.models.passkey import PasskeyConfig, run_passkey
+
+    out = Path(task.pop("out"))
+    if out.exists():
+        return json.loads(out.read_text())
+    label = task.pop("label")
+    result = run_passkey(PasskeyConfig(**task), out=None)
+    result["label"] = label
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--train-length", type=int, default=32)
+    parser.add_argument("--test-samples", type=int, default=200, help="test sequences per length")
+    parser.add_argument("--p", type=float, default=15.0)
+    parser.add_argument("--only", default=None, help="comma-separated labels (default: every variant)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--work", default="/tmp/orbitlaw-passkey-bench")
+    parser.add_argument("--out", default="benchmarks/results/passkey.json")
+    args = parser.parse_args()
+
+    from orbitlaw.kernels.registry import sweep
+    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+
+    labels = sweep(args.p)
+    chosen = args.only.split(",") if args.only else list(labels)
+    unknown = [c for c in chosen if c not in labels]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(labels)}")
+    work = Path(args.work)
+    tasks = [{"label": label, "attention": labels[label][0], "p": labels[label][1], "seed": seed,
+              "steps": args.steps, "train_length": args.train_length, "test_samples": args.test_samples,
+              "out": str(work / f"{label}-s{seed}-L{args.train_length}-{args.steps}-{args.test_samples}.json")}
+             for seed in range(args.seeds) for label in chosen]
+    start = time.perf_counter()
+    rows = []
+    with ProcessPoolExecutor(max_workers=args.workers, mp_context=get_context("spawn")) as pool:
+        for row in pool.map(one_run, tasks):
+            rows.append(row)
+            print(f"{row['label']:>15s} seed {row['config']['seed']}: " + "  ".join(
+                f"{m}x {a:.2f}" for m, a in row["accuracy"].items()) + f"  ({row['seconds']:.0f} s)", flush=True)
+    multiples = list(rows[0]["accuracy"])
+    table = {}
+    for label in chosen:
+        mine = [r for r in rows if r["label"] == label]
+        table[label] = {"attention": labels[label][0], "p": labels[label][1],
+                        **{m: {"accuracy": [r["accuracy"][m] for r in mine],
+                               "mean": float(np.mean([r["accuracy"][m] for r in mine])),
+                               "sd": float(np.std([r["accuracy"][m] for r in mine], ddof=1)) if len(mine) > 1
+                               else None} for m in multiples}}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure = out.with_suffix(".png")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    xs = [int(m) for m in multiples]
+    for i, (label, e) in enumerate(table.items()):
+        ax.errorbar(xs, [e[m]["mean"] for m in multiples], yerr=[e[m]["sd"] or 0.0 for m in multiples],
+                    marker="o", capsize=3, label=label, color=f"C{i % 10}", linestyle="-" if i < 10 else "--")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [f"{m}x" for m in xs])
+    ax.set_xlabel(f"test length / training length ({args.train_length} tokens)")
+    ax.set_ylabel("passkey accuracy (chance 0.01)")
+    ax.set_title("Passkey retrieval (mean ± sd over seeds)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    tmp = figure.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, figure)
+    write_json_atomic(out, {
+        "benchmark": "passkey", "multiples": xs, "table": table, "runs": rows,
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
+        "wall_seconds": time.perf_counter() - start, "figure": figure.name,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "code_version": code_version(), "dependency_versions": dependency_versions()})
+
+
+if __name__ == "__main__":
+    main()
