@@ -21,11 +21,10 @@ import json
 import os
 import platform
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
+from sweep import chosen_variants, plot_curves, run_all
 
 LENGTHS = (1, 2, 4, 8, 16)
 
@@ -77,32 +76,6 @@ def summarise(rows: list[dict]) -> dict:
     return table
 
 
-def plot(table: dict, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for i, (label, e) in enumerate(table.items()):
-        means = [e[str(m)]["mean"] for m in LENGTHS]
-        sds = [e[str(m)]["sd"] or 0.0 for m in LENGTHS]
-        ax.errorbar(LENGTHS, means, yerr=sds, marker="o", capsize=3, label=label, color=f"C{i % 10}",
-                    linestyle="-" if i < 10 else "--")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(LENGTHS, [f"{m}x" for m in LENGTHS])
-    ax.set_xlabel("evaluation context / training context")
-    ax.set_ylabel("validation loss (nats per coordinate)")
-    ax.set_title("Length extrapolation on two-body orbits (mean ± sd over seeds)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    tmp = out.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, out)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
@@ -126,30 +99,22 @@ def main() -> None:
     data = work / f"data-{args.train_sequences}"
     if not (data / "manifest.json").exists():
         orbits.simulate("two-body", {"train": args.train_sequences, "val": 64}, 0, data, progress=False)
-    from orbitlaw.kernels.registry import sweep
-
-    labels = sweep(args.p)
-    chosen = args.only.split(",") if args.only else list(labels)
-    unknown = [c for c in chosen if c not in labels]
-    if unknown:
-        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(labels)}")
+    labels, chosen = chosen_variants(args.only, args.p)
     tasks = [{"label": label, "attention": labels[label][0], "p": labels[label][1], "seed": seed,
               "run": str(work / f"run-{label}-s{seed}-{args.context}x{args.width}-{args.steps}"), "data": str(data),
               "steps": args.steps, "batch": args.batch, "context": args.context, "width": args.width,
               "sequences": args.sequences}
              for seed in range(args.seeds) for label in chosen]
     start = time.perf_counter()
-    rows = []
-    with ProcessPoolExecutor(max_workers=args.workers, mp_context=get_context("spawn")) as pool:
-        for row in pool.map(one_run, tasks):
-            rows.append(row)
-            print(f"{row['label']:>15s} seed {row['seed']}: " + "  ".join(
-                f"{m}x {row['loss'][str(m)]:.3f}" for m in LENGTHS) + f"  ({row['seconds']:.0f} s)", flush=True)
+    rows = run_all(one_run, tasks, args.workers, lambda row: f"{row['label']:>15s} seed {row['seed']}: " + "  ".join(
+        f"{m}x {row['loss'][str(m)]:.3f}" for m in LENGTHS) + f"  ({row['seconds']:.0f} s)")
     table = summarise(rows)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     figure = out.with_suffix(".png")
-    plot(table, figure)
+    plot_curves(table, list(LENGTHS), lambda e, m: (e[str(m)]["mean"], e[str(m)]["sd"]), figure,
+                "evaluation context / training context", "validation loss (nats per coordinate)",
+                "Length extrapolation on two-body orbits (mean ± sd over seeds)", ylog=True)
     write_json_atomic(out, {
         "benchmark": "extrapolation", "lengths": list(LENGTHS), "table": table, "runs": rows,
         "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},

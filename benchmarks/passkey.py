@@ -16,11 +16,10 @@ import json
 import os
 import platform
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
+from sweep import chosen_variants, plot_curves, run_all
 
 
 def one_run(task: dict) -> dict:
@@ -53,26 +52,17 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/passkey.json")
     args = parser.parse_args()
 
-    from orbitlaw.kernels.registry import sweep
     from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
-    labels = sweep(args.p)
-    chosen = args.only.split(",") if args.only else list(labels)
-    unknown = [c for c in chosen if c not in labels]
-    if unknown:
-        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(labels)}")
+    labels, chosen = chosen_variants(args.only, args.p)
     work = Path(args.work)
     tasks = [{"label": label, "attention": labels[label][0], "p": labels[label][1], "seed": seed,
               "steps": args.steps, "train_length": args.train_length, "test_samples": args.test_samples,
               "out": str(work / f"{label}-s{seed}-L{args.train_length}-{args.steps}-{args.test_samples}.json")}
              for seed in range(args.seeds) for label in chosen]
     start = time.perf_counter()
-    rows = []
-    with ProcessPoolExecutor(max_workers=args.workers, mp_context=get_context("spawn")) as pool:
-        for row in pool.map(one_run, tasks):
-            rows.append(row)
-            print(f"{row['label']:>15s} seed {row['config']['seed']}: " + "  ".join(
-                f"{m}x {a:.2f}" for m, a in row["accuracy"].items()) + f"  ({row['seconds']:.0f} s)", flush=True)
+    rows = run_all(one_run, tasks, args.workers, lambda row: f"{row['label']:>15s} seed {row['config']['seed']}: "
+                   + "  ".join(f"{m}x {a:.2f}" for m, a in row["accuracy"].items()) + f"  ({row['seconds']:.0f} s)")
     multiples = list(rows[0]["accuracy"])
     table = {}
     for label in chosen:
@@ -85,27 +75,10 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     figure = out.with_suffix(".png")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     xs = [int(m) for m in multiples]
-    for i, (label, e) in enumerate(table.items()):
-        ax.errorbar(xs, [e[m]["mean"] for m in multiples], yerr=[e[m]["sd"] or 0.0 for m in multiples],
-                    marker="o", capsize=3, label=label, color=f"C{i % 10}", linestyle="-" if i < 10 else "--")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs, [f"{m}x" for m in xs])
-    ax.set_xlabel(f"test length / training length ({args.train_length} tokens)")
-    ax.set_ylabel("passkey accuracy (chance 0.01)")
-    ax.set_title("Passkey retrieval (mean ± sd over seeds)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    tmp = figure.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, figure)
+    plot_curves(table, xs, lambda e, x: (e[str(x)]["mean"], e[str(x)]["sd"]), figure,
+                f"test length / training length ({args.train_length} tokens)", "passkey accuracy (chance 0.01)",
+                "Passkey retrieval (mean ± sd over seeds)")
     write_json_atomic(out, {
         "benchmark": "passkey", "multiples": xs, "table": table, "runs": rows,
         "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},

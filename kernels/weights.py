@@ -32,7 +32,7 @@ Why ``lssar-adaptive`` grows p with log n_i: after re-weighting, the largest wei
 keys only if (n - 1) y^p << 1 for the runner-up's ratio y < 1 to the largest, i.e. p > log n / log(1/y):
 the power a fixed sharpness needs grows as log n, as LSSA's own temperature does. The write-up found
 p = 3 best at 1K keys and p = 15 at 8K and beyond and names a length-adaptive p as future work; with
-``--p 15`` this variant uses 15 at 1,024 keys, about 6 at 64 and 23 at 16K.
+``--p 15`` this variant uses 15 at 1,024 keys, 9 at 64 and 21 at 16K.
 """
 
 from __future__ import annotations

@@ -1,0 +1,63 @@
+"""What the attention sweeps (``extrapolation.py``, ``passkey.py``) share: the variants to run, a pool of
+runs, and the curve figure (mean ± sd over seeds per variant)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+
+def chosen_variants(only: str | None, p: float) -> tuple[dict[str, tuple[str, float]], list[str]]:
+    """(label -> (attention, p) of ``orbitlaw.kernels.registry.sweep``, the labels to run); an unknown label
+    in ``only`` (comma-separated) exits with a one-line message."""
+    from orbitlaw.kernels.registry import sweep
+
+    labels = sweep(p)
+    chosen = only.split(",") if only else list(labels)
+    unknown = [c for c in chosen if c not in labels]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(labels)}")
+    return labels, chosen
+
+
+def run_all(one_run: Callable[[dict], dict], tasks: list[dict], workers: int, line: Callable[[dict], str]) -> list:
+    """``one_run`` on every task, ``workers`` processes at once (spawned), printing ``line(result)`` as each
+    finishes; results in task order."""
+    rows = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for row in pool.map(one_run, tasks):
+            rows.append(row)
+            print(line(row), flush=True)
+    return rows
+
+
+def plot_curves(table: dict, xs: list[int], key: Callable[[dict, int], tuple[float, float | None]], out: Path,
+                xlabel: str, ylabel: str, title: str, ylog: bool = False) -> None:
+    """One errorbar curve per variant of ``table`` over the multiples ``xs`` (``key(entry, x) -> (mean, sd)``),
+    written atomically to ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, (label, entry) in enumerate(table.items()):
+        stats = [key(entry, x) for x in xs]
+        ax.errorbar(xs, [m for m, _ in stats], yerr=[sd or 0.0 for _, sd in stats], marker="o", capsize=3,
+                    label=label, color=f"C{i % 10}", linestyle="-" if i < 10 else "--")
+    ax.set_xscale("log", base=2)
+    if ylog:
+        ax.set_yscale("log")
+    ax.set_xticks(xs, [f"{x}x" for x in xs])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, out)
