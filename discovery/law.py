@@ -49,8 +49,11 @@ METRICS = ("log", "relative")
 ERROR_FLOOR = 1e-12
 """Relative errors below this are round-off; they are clamped so that scores stay finite and stable."""
 
-REFIT_EVALUATIONS_PER_CONSTANT = 10
-"""A refit stops after this many residual evaluations per constant (plus one) when it has not converged."""
+REFIT_EVALUATIONS = 300
+"""A refit that has not converged stops after about this many evaluations of the residuals, the numerical
+Jacobian's included (each step of a fit of k constants costs k + 1): the forms that do not converge within
+it are the search's sin/cos nonsense with many constants, while a law of a few constants converges in a
+few dozen."""
 
 PRUNE_TOLERANCE = 1e-6
 """A constant is dropped when setting it to 0 worsens the relative error by less than this (absolute)
@@ -168,7 +171,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
         # leastsq, scipy 1.17) proposed different steps from identical residuals from one call to the next
         # within a process, so two identical studies came out with different constants (issue 17;
         # tests/test_discover.py::test_polishing_is_deterministic_within_a_process).
-        x = least_squares(residual, x0, method="trf", max_nfev=REFIT_EVALUATIONS_PER_CONSTANT * (len(x0) + 1)).x
+        x = least_squares(residual, x0, method="trf", max_nfev=max(5, REFIT_EVALUATIONS // (len(x0) + 1))).x
         best = x if np.sum(residual(x) ** 2) <= np.sum(residual(x0) ** 2) else x0
         if log_y is not None and len(y) > len(x0):
             # Least squares lets a few corrupted rows (2% of rows off by 10x) shift every constant by ~5%; a
@@ -177,7 +180,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
             noise = 1.4826 * float(np.median(np.abs(r - np.median(r))))
             if noise > 1e-12:
                 robust = least_squares(residual, best, method="trf", loss="soft_l1", f_scale=noise,
-                                       max_nfev=REFIT_EVALUATIONS_PER_CONSTANT * (len(x0) + 1)).x
+                                       max_nfev=max(5, REFIT_EVALUATIONS // (len(x0) + 1))).x
                 if np.mean(np.abs(residual(robust))) < np.mean(np.abs(r)):
                     best = robust
     except (ValueError, np.linalg.LinAlgError):
