@@ -49,11 +49,11 @@ METRICS = ("log", "relative")
 ERROR_FLOOR = 1e-12
 """Relative errors below this are round-off; they are clamped so that scores stay finite and stable."""
 
-REFIT_EVALUATIONS = 300
+REFIT_EVALUATIONS = 100
 """A refit that has not converged stops after about this many evaluations of the residuals, the numerical
 Jacobian's included (each step of a fit of k constants costs k + 1): the forms that do not converge within
 it are the search's sin/cos nonsense with many constants, while a law of a few constants converges in a
-few dozen."""
+few dozen. (300 held every verdict of the benchmark matrix too, but left the slowest seeds at 3.6 s of CPU.)"""
 
 PRUNE_TOLERANCE = 1e-6
 """A constant is dropped when setting it to 0 worsens the relative error by less than this (absolute)
@@ -107,11 +107,33 @@ def error(y: np.ndarray, pred: np.ndarray, metric: str) -> float:
     raise ValueError(f"unknown error metric {metric!r}: use one of {', '.join(METRICS)}")
 
 
+class _Memo:
+    """A bounded memo of a pure function of sympy expressions, keyed by ``srepr`` (which, unlike ``==``, tells
+    Floats of different precision apart), so that a hit returns exactly what a fresh call would. A seed's
+    polishing meets the same expressions many times (a candidate on its search rows, then its held-out rows;
+    the same pruned trial from several constants): each ``lambdify`` or ``simplify`` costs 1-15 ms."""
+
+    def __init__(self, function, size: int = 4096):
+        self.function, self.size, self.cache = function, size, {}
+
+    def __call__(self, *args):
+        key = sympy.srepr(args)
+        value = self.cache.get(key)
+        if value is None:
+            if len(self.cache) >= self.size:
+                self.cache.clear()
+            value = self.cache[key] = self.function(*args)
+        return value
+
+
+_lambdify = _Memo(lambda symbols, expr: sympy.lambdify(symbols, expr, modules="numpy", docstring_limit=0))
+
+
 def evaluate(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray) -> np.ndarray:
     """Evaluate ``expr`` on the columns of ``X`` (n, len(symbols)); non-finite where it overflows."""
     if not _finite_form(expr):
         return np.full(X.shape[0], np.nan)
-    f = sympy.lambdify(symbols, expr, modules="numpy", docstring_limit=0)
+    f = _lambdify(tuple(symbols), expr)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = f(*X.T)
@@ -128,12 +150,20 @@ def _integer_exponents(expr: sympy.Expr) -> sympy.Expr:
 
 
 def simplify(expr: sympy.Expr) -> sympy.Expr:
+    """Memoised :func:`_simplify`."""
+    return _simplify_memo(expr)
+
+
+def _simplify(expr: sympy.Expr) -> sympy.Expr:
     """Cheap algebraic normal form: common factors pulled out, powers merged, exponents made exact, floats
     equal to +-1 or 0 folded away. (sympy's evaluation already flattens the products and quotients that
     the backends build; full ``sympy.simplify`` costs ~0.2 s per expression and changed none in tests.)"""
     expr = _integer_exponents(sympy.powsimp(sympy.factor_terms(expr), force=True))
     trivial = {f: sympy.Integer(round(float(f))) for f in expr.atoms(sympy.Float) if float(f) in (1.0, -1.0, 0.0)}
     return _integer_exponents(expr.xreplace(trivial)) if trivial else expr
+
+
+_simplify_memo = _Memo(_simplify)
 
 
 def constants(expr: sympy.Expr) -> list[sympy.Float]:
@@ -150,7 +180,7 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
         return expr
     params = sympy.symbols(f"_p0:{len(consts)}")
     template = expr.xreplace(dict(zip(consts, params, strict=True)))
-    f = sympy.lambdify([*symbols, *params], template, modules="numpy", docstring_limit=0)
+    f = _lambdify((*symbols, *params), template)
     columns = list(X.T)
     scale = float(np.mean(np.abs(y)))
     log_y = np.log(y) if metric == "log" else None
