@@ -292,7 +292,28 @@ def row_errors(y: np.ndarray, pred: np.ndarray, metric: str) -> np.ndarray:
     return np.abs(y - pred) / np.mean(np.abs(y))
 
 
-def choose(front: list[Candidate], selection: str = "se", rows: dict[str, np.ndarray] | None = None) -> Candidate:
+TOLERANCE = 0.0
+"""Default of ``choose(..., tolerance=)``: 0, an exact test (a departure the rows can resolve always counts)."""
+
+
+def departure(pred: np.ndarray, reference: np.ndarray, metric: str) -> float:
+    """How far two laws' predictions on the same rows are apart: the RMS of ``ln pred - ln reference`` (log
+    metric; infinite where either is not positive and finite) or of ``(pred - reference) / mean|reference|``."""
+    pred = np.broadcast_to(np.asarray(pred, dtype=np.float64), np.shape(reference))
+    if not (np.all(np.isfinite(pred)) and np.all(np.isfinite(reference))):
+        return math.inf
+    if metric == "log":
+        if not (np.all(pred > 0) and np.all(reference > 0)):
+            return math.inf
+        d = np.log(pred) - np.log(reference)
+    else:
+        d = (pred - reference) / max(float(np.mean(np.abs(reference))), ERROR_FLOOR)
+    return float(np.sqrt(np.mean(d**2)))
+
+
+def choose(front: list[Candidate], selection: str = "se", rows: dict[str, np.ndarray] | None = None,
+           predictions: dict[str, np.ndarray] | None = None, tolerance: float = TOLERANCE,
+           metric: str = "log") -> Candidate:
     """The reported model: the highest score among a pool of candidates as accurate as the most accurate one.
 
     - ``"se"``: the pool holds the candidates whose mean error is within ``SE_WINDOW`` standard errors of
@@ -301,11 +322,18 @@ def choose(front: list[Candidate], selection: str = "se", rows: dict[str, np.nda
       not count, a real one always does, whatever the noise floor common to all candidates;
     - ``"best"`` (PySR's): the pool holds the candidates within 1.5x of the lowest error;
     - ``"score"``: the pool is the whole front.
+
+    With ``tolerance`` > 0 (``"se"`` only) the simplest candidate whose predictions (``predictions``, by
+    ``str(expr)``, on the same rows) depart from the chosen one's by at most ``tolerance`` (:func:`departure`
+    in ``metric``: 0.01 is 1% RMS) replaces it: a law is not told apart from a simpler one that it differs
+    from by less than that, however well the rows resolve the difference.
     """
     if not front:
         raise ValueError("the symbolic regression found no finite expression")
     if selection not in SELECTIONS:
         raise ValueError(f"unknown model selection {selection!r}: use {', '.join(SELECTIONS)}")
+    if tolerance and (selection != "se" or predictions is None):
+        raise ValueError("a tolerance needs selection 'se' and the candidates' predictions")
     pool = front
     if selection == "best":
         floor = max(min(c.error for c in front), ERROR_FLOOR)
@@ -324,7 +352,12 @@ def choose(front: list[Candidate], selection: str = "se", rows: dict[str, np.nda
         pool = [c for c in front if close(c)]
     if len(front) == 1:
         return front[0]
-    return max(pool, key=lambda c: (c.score, -c.complexity))
+    chosen = max(pool, key=lambda c: (c.score, -c.complexity))
+    if tolerance:
+        near = [c for c in front if c.complexity < chosen.complexity
+                and departure(predictions[str(c.expr)], predictions[str(chosen.expr)], metric) <= tolerance]
+        chosen = min(near, key=lambda c: (c.complexity, c.error), default=chosen)
+    return chosen
 
 
 def power_law(expr: sympy.Expr, names: list[str]) -> dict | None:

@@ -148,7 +148,7 @@ def split_rows(n: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int, restarts: int,
-             selection: str, settings: SearchSettings, metric: str = "log") -> dict:
+             selection: str, settings: SearchSettings, metric: str = "log", tolerance: float = 0.0) -> dict:
     """One seed: search on its search rows, polish there, choose on its held-out rows (module doc)."""
     prepare(backend)
     start, cpu = time.perf_counter(), time.process_time()
@@ -183,10 +183,11 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     # The best constant roots every front, as in PySR (whose fronts start at size 1): without it the simplest
     # law on a front scores 0 and any more complex one that is better by a hair (noise) outscores it.
     polished.append(laws.Candidate(verdicts.best_constant(ys, metric), 1, math.nan))
-    per_row = {str(c.expr): laws.row_errors(yh, laws.evaluate(c.expr, symbols, Xh), metric) for c in polished}
+    held_pred = {str(c.expr): laws.evaluate(c.expr, symbols, Xh) for c in polished}
+    per_row = {key: laws.row_errors(yh, pred, metric) for key, pred in held_pred.items()}
     held_out = [laws.Candidate(c.expr, c.complexity, float(np.mean(per_row[str(c.expr)]))) for c in polished]
     front = laws.pareto(held_out)
-    chosen = laws.choose(front, selection, per_row)
+    chosen = laws.choose(front, selection, per_row, held_pred, tolerance, metric)
     expr = _robust_constant(chosen.expr, symbols, X[np.concatenate([rows, held])], y[np.concatenate([rows, held])],
                             metric)
     return {"seed": seed, "expression": str(expr), "error": chosen.error, "complexity": chosen.complexity,
@@ -253,7 +254,7 @@ def best_restart(chosen: list[laws.Candidate]) -> int:
 def _fit_seed_task(args) -> dict:
     protocol, *rest = args
     if protocol == "reference":
-        X, y, seed, backend, points, restarts, _, settings, _ = rest
+        X, y, seed, backend, points, restarts, _, settings, _, _ = rest
         return fit_galaxy(X, y, seed, backend, points, restarts, settings)
     return fit_seed(*rest)
 
@@ -262,7 +263,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                  points: int = 1000, restarts: int = 3, selection: str | None = None,
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
                  resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw",
-                 first_seed: int = 0) -> dict:
+                 first_seed: int = 0, tolerance: float = laws.TOLERANCE) -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
 
     Args:
@@ -280,6 +281,9 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
             anything else for those is a ValueError).
         subset: boolean columns that must all be true for a row to be used (e.g. ``near_train``).
         resume_dir: where finished seeds are kept so that a killed run resumes (None: not kept).
+        tolerance: the precision of the verdict (``"se"`` selection only; :func:`law.choose`): a candidate
+            whose held-out predictions depart from the most accurate one's by at most this (RMS of the log
+            ratio: 0.01 is 1%) counts as accurate as it. 0 (the default): an exact test.
 
     Returns keys ``expression`` (sympy string in the feature names) and ``expression_latex``, ``verdict``
     (one of :data:`orbitlaw.discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
@@ -299,6 +303,10 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         selection = "score" if protocol == "reference" else "se"
     if selection not in laws.SELECTIONS:
         raise ValueError(f"unknown model selection {selection!r}: use {', '.join(laws.SELECTIONS)}")
+    if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 1):
+        raise ValueError(f"the tolerance must be a fraction in [0, 1), got {tolerance!r}")
+    if tolerance and selection != "se":
+        raise ValueError(f"a tolerance applies to the 'se' selection only, not {selection!r}")
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}: use {' or '.join(PROTOCOLS)}")
     settings = settings or SearchSettings()
@@ -325,7 +333,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     reference = protocol == "reference"
     config = {"protocol": protocol, "backend": backend, "seeds": seeds, "first_seed": first_seed, "points": points,
               "restarts": restarts,
-              "selection": selection, "metric": metric,
+              "selection": selection, "metric": metric, "tolerance": float(tolerance),
               "selected_on": "each restart's own front, best restart by score" if reference else "held-out rows",
               "power_law_screen": not reference, "search": settings.to_dict()}
     # A seed's result depends on everything but the number of seeds: more seeds later reuse these.
@@ -345,7 +353,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                 if saved.get("digest") == digest and _parses(saved.get("result"), len(features)):
                     results[seed] = saved["result"]  # else foreign or damaged: recomputed and overwritten
     todo = [s for s in seed_ids if s not in results]
-    tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric) for s in todo]
+    tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric, tolerance) for s in todo]
     bar = tqdm(total=seeds, initial=seeds - len(todo), desc=f"symbolic regression ({backend})", unit="seed",
                disable=not progress)
 
@@ -438,6 +446,13 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         power["G_relative_error"] = (power["constant"] - G) / G if newton_form else None
         power["G_relative_error_ci95"] = [(c - G) / G for c in interval] if newton_form and interval else None
     rendered = final.expr.xreplace(dict(zip(symbols, [sympy.Symbol(f) for f in features], strict=True)))
+    newton_departure = None
+    if sorted(features) == sorted(verdicts.NEWTON) and metric == "log" and np.all(X > 0):
+        exponents = [verdicts.NEWTON[f] for f in features]
+        c = powerlaw.fit_constant(X, y, exponents, metric)
+        if c:
+            newton = c * np.prod(X ** np.asarray(exponents, dtype=np.float64), axis=1)
+            newton_departure = laws.departure(laws.evaluate(final.expr, symbols, X), newton, "log")
     return {
         "expression": _render(final.expr, features),
         "expression_latex": sympy.latex(rendered),
@@ -448,6 +463,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "error": final.error,
         "error_metric": metric,
         "constant_error": baseline,
+        "newton_departure": newton_departure,
         "complexity": final.complexity,
         "seeds": len(per_seed),
         "seeds_agreeing": votes[winner],

@@ -321,3 +321,66 @@ def test_a_softened_law_with_corrupted_rows_is_not_newtonian(monkeypatch):
     # without leaving the gross errors out of the search, the same data are called Newtonian (the failure)
     monkeypatch.setattr(outliers, "gross_errors", lambda X, y: np.zeros(len(y), dtype=bool))
     assert discover_law(table, "F", seeds=3, points=500)["verdict"] == "newtonian"
+
+
+# --- the verdict's precision (--tolerance) ------------------------------------------------------------
+
+def _readout_table(law, n=3000, seed=0) -> dict:
+    """Probe-like rows without noise: r log-uniform on [1, 40] AU, both masses log-uniform on [0.2, 1] Msun."""
+    rng = np.random.default_rng(seed)
+    cols = {"r": np.exp(rng.uniform(0.0, np.log(40.0), n)), "m1": np.exp(rng.uniform(np.log(0.2), 0.0, n)),
+            "m2": np.exp(rng.uniform(np.log(0.2), 0.0, n))}
+    cols["F"] = law(cols["r"], cols["m1"], cols["m2"])
+    return cols
+
+
+def test_departure_is_the_rms_log_ratio_and_infinite_where_undefined():
+    a = np.array([1.0, 2.0, 4.0])
+    assert laws.departure(a * 1.01, a, "log") == pytest.approx(math.log(1.01))
+    assert laws.departure(a, a, "log") == 0.0
+    assert laws.departure(np.array([1.0, -2.0, 4.0]), a, "log") == math.inf
+    assert laws.departure(a + 0.07, a, "relative") == pytest.approx(0.07 / np.mean(a))
+
+
+def test_a_tolerance_pools_a_simpler_law_the_rows_resolve_but_that_departs_by_less():
+    """Held-out rows of a law 0.3% off Newton, without noise: the exact test keeps the better law, a 1%
+    tolerance the (higher-scoring) Newtonian one; a 5% departure stays apart at 1%."""
+    x = np.linspace(1.0, 10.0, 500)
+    y = 40.0 / x**2 * (1 + 0.003 * np.cos(x))
+    for wiggle, expect in ((0.003, "newton"), (0.05, "wiggle")):
+        y = 40.0 / x**2 * (1 + wiggle * np.cos(x))
+        preds = {"const": np.full_like(x, np.exp(np.median(np.log(y)))), "newton": 40.0 / x**2, "wiggle": y}
+        rows = {k: laws.row_errors(y, p, "log") for k, p in preds.items()}
+        front = laws.pareto([laws.Candidate(sympy.Symbol(k), c, float(np.mean(rows[k])))
+                             for k, c in (("const", 1), ("newton", 5), ("wiggle", 9))])
+        assert [str(c.expr) for c in front] == ["const", "newton", "wiggle"]
+        assert str(laws.choose(front, "se", rows).expr) == "wiggle"  # exact: any resolved departure counts
+        chosen = laws.choose(front, "se", rows, preds, tolerance=0.01)
+        assert str(chosen.expr) == expect
+    with pytest.raises(ValueError, match="tolerance"):
+        laws.choose(front, "best", rows, preds, tolerance=0.01)
+
+
+def test_newton_within_a_tolerance_is_newtonian_and_a_softened_law_is_not():
+    """A noiseless readout 0.1-0.5% off Newton in a way the search can fit: exact test not Newtonian, 1% tolerance
+    Newtonian with its departure reported; G m1 m2 / (r^2 + 1) on the same rows stays not Newtonian at 1%."""
+    off = _readout_table(lambda r, a, b: G * a * b / r**2 * (1 + 0.005 * r / 40))
+    exact = discover_law(off, "F", seeds=3, settings=FAST)
+    assert exact["verdict"] != "newtonian" and exact["settings"]["tolerance"] == 0.0
+    assert 0 < exact["newton_departure"] < 0.005
+    loose = discover_law(off, "F", seeds=3, settings=FAST, tolerance=0.01)
+    assert loose["verdict"] == "newtonian" and loose["newtonian_seeds"] == 3, loose["per_seed"]
+    assert loose["newton_departure"] < 1e-9 and abs(loose["power_law"]["G_relative_error"]) < 0.005
+    soft = discover_law(_readout_table(lambda r, a, b: G * a * b / (r**2 + 1)), "F", seeds=3, settings=FAST,
+                        tolerance=0.01)
+    assert soft["verdict"] == "not-a-power-law" and soft["newtonian_seeds"] == 0
+    assert soft["newton_departure"] > 0.05
+
+
+def test_a_tolerance_needs_the_se_selection():
+    X, y = _exp_decay_rows()
+    with pytest.raises(ValueError, match="tolerance"):
+        discover_law({"r": X[:, 0], "m1": X[:, 1], "m2": X[:, 2], "F": y}, "F", seeds=1, selection="best",
+                      tolerance=0.01)
+    with pytest.raises(ValueError, match="tolerance"):
+        discover_law({"r": X[:, 0], "m1": X[:, 1], "m2": X[:, 2], "F": y}, "F", seeds=1, tolerance=1.5)

@@ -44,6 +44,10 @@ def add_parser(sub) -> None:
                    help="error for refitting and selection: log (mean |ln y - ln f|, every row alike; needs a "
                    "positive target), relative (mean|y - f| / mean|y|), auto (default: log when the target is "
                    "positive)")
+    p.add_argument("--tolerance", type=float, default=0.0, metavar="FRACTION",
+                   help="the verdict's precision (with --selection se): a law whose held-out predictions depart "
+                   "from the most accurate law's by at most this RMS fraction of ln F (0.01 = 1%%) is not told "
+                   "apart from it, so Newton within 1%% is called Newtonian; 0 (default): an exact test")
     p.add_argument("--subset", default="", metavar="COLS",
                    help="boolean columns that must be true for a row to be used, e.g. near_train")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="seeds fitted in parallel")
@@ -67,9 +71,9 @@ def run(args) -> int:
                            restarts=args.restarts,
                            selection=args.selection,
                            settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
-                           protocol=args.protocol,
+                           protocol=args.protocol, tolerance=args.tolerance,
                            subset=_names(args.subset, "--subset") if args.subset else [])
     plot_pareto(law, out.with_suffix(".pareto.png"))
-    print(json.dumps({k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "seeds_agreeing",
-                                          "seeds")}))
+    print(json.dumps({k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
+                                          "seeds_agreeing", "seeds")}))
     return 0

@@ -156,7 +156,8 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) 
                               subset=["near_train"], seeds=spec["seeds"], first_seed=spec.get("seed", 0),
                               points=spec["points"],
                               restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
-                              workers=workers, progress=progress, protocol=protocol)
+                              workers=workers, progress=progress, protocol=protocol,
+                              tolerance=spec.get("tolerance", 0.0))
     plot_pareto(result, out.with_suffix(".pareto.png"))
     return summarise_law(result)
 
@@ -184,7 +185,7 @@ def summarise_law(law_doc: dict | None) -> dict | None:
     if not law_doc or "expression" not in law_doc:
         return law_doc
     keys = ("expression", "expression_latex", "verdict", "inconclusive_reasons", "newtonian", "power_law",
-            "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric")
+            "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric", "newton_departure")
     return {k: law_doc[k] for k in keys if k in law_doc}
 
 
