@@ -15,11 +15,12 @@ sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masse
 - ``two-body``: the reference's ``--two_body_only`` variant (a secondary result, NOT its main probe set):
   one planet, both masses U(1e-4, 1.01e-2) (the lighter is the planet), the star moves.
 - ``binary``: the positive control's orbits (science.md section 8): two comparable bodies, both masses
-  log-uniform on [0.1, 1] M_sun per system (the lighter is "the planet"), a ~ U(1, 2) AU, e from the same Beta
-  prior capped at 0.5, a fixed one-week step, 100 steps. Each body's curvature gives the other's mass
+  log-uniform on [0.2, 1] M_sun per system (the lighter is "the planet"), a ~ U(4, 6) AU, e from the same Beta
+  prior capped at 0.3, a fixed six-month step, 100 steps. Each body's curvature gives the other's mass
   (a_planet = G m2 / r^2, a_star = G m1 / r^2), so every variable of F = G m1 m2 / r^2 shows in the dynamics
-  of a few consecutive steps; the step resolves it (0.02-0.17 rad of orbit per step, 0.3-2.7 orbits per
-  sequence). Stores positions, velocities and forces.
+  of a few consecutive steps; the step resolves it (0.09-0.54 rad of orbit per step). Stores positions,
+  velocities and forces. ``a_range`` sets how much orbit a step sweeps, and so how well three points
+  condition the force (``benchmarks/control_ceiling.py``).
 - ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on
   the ecliptic), six-month step; sequence i is planet ``i mod 8`` with the Sun (a two-body system about
   the barycentre at the origin, as in the reference force-vector experiment), starting

@@ -168,6 +168,9 @@ def test_cli_writes_law_and_figure(csv, tmp_path, capsys):
     (lambda df: df.assign(m1="heavy"), [], "column 'm1' is not numeric"),
     (None, ["--backend", "pysr"], "pysr"),
     (None, ["--seeds", "0"], "seeds >= 1"),
+    (None, ["--tolerance", "-0.1"], "tolerance must be a fraction in [0, 1)"),
+    (None, ["--tolerance", "0.01", "--selection", "best"], "a tolerance applies to the 'se' selection only"),
+    (None, ["--tolerance", "0.01", "--protocol", "reference"], "a tolerance applies to the 'se' selection only"),
 ])
 def test_cli_bad_input_is_one_line_and_writes_nothing(csv, tmp_path, capsys, change, args, message):
     if change is not None:
