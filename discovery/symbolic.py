@@ -281,9 +281,9 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
             anything else for those is a ValueError).
         subset: boolean columns that must all be true for a row to be used (e.g. ``near_train``).
         resume_dir: where finished seeds are kept so that a killed run resumes (None: not kept).
-        tolerance: the precision of the verdict (``"se"`` selection only; :func:`law.choose`): a candidate
-            whose held-out predictions depart from the most accurate one's by at most this (RMS of the log
-            ratio: 0.01 is 1%) counts as accurate as it. 0 (the default): an exact test.
+        tolerance: the precision of the verdict (``"se"`` selection only; :func:`law.choose`): each seed
+            reports the simplest front member whose held-out predictions depart from the law it chose by at
+            most this (RMS of the log ratio: 0.01 is 1%). 0 (the default): an exact test.
 
     Returns keys ``expression`` (sympy string in the feature names) and ``expression_latex``, ``verdict``
     (one of :data:`orbitlaw.discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
