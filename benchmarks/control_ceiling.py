@@ -64,8 +64,10 @@ def mlp(X: np.ndarray, y: np.ndarray, train: np.ndarray, epochs: int, seed: int)
     ym, ys = float(y[train].mean()), float(y[train].std())
     yt = torch.tensor((y - ym) / ys, dtype=torch.float32)
     width = 256
-    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], width), torch.nn.SiLU(), torch.nn.Linear(width, width),
-                              torch.nn.SiLU(), torch.nn.Linear(width, width), torch.nn.SiLU(), torch.nn.Linear(width, 1))
+    dims, layers = [X.shape[1], width, width, width], []
+    for a, b in zip(dims, dims[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.SiLU()]
+    net = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
     rows = np.nonzero(train)[0]
     steps = max(1, epochs * len(rows) // 512)
     opt = torch.optim.Adam(net.parameters(), 2e-3)

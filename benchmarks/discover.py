@@ -238,7 +238,8 @@ def retime(out: Path, previous: dict, features: dict, args) -> None:
     alone = [f["cpu_seconds_alone"] for f in fits]
     previous["retime"] = {
         "threshold_seconds": args.retime, "fits": fits, "fits_retimed": len(fits),
-        "cpu_seconds_alone_max": max(alone, default=None), "cpu_seconds_alone_mean": float(np.mean(alone)) if alone else None,
+        "cpu_seconds_alone_max": max(alone, default=None),
+        "cpu_seconds_alone_mean": float(np.mean(alone)) if alone else None,
         "fits_alone_over_3s": sum(t > 3.0 for t in alone), "same_expression": sum(f["same_expression"] for f in fits),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "load_average_at_end": os.getloadavg()},
