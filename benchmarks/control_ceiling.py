@@ -65,7 +65,7 @@ def mlp(X: np.ndarray, y: np.ndarray, train: np.ndarray, epochs: int, seed: int)
     yt = torch.tensor((y - ym) / ys, dtype=torch.float32)
     width = 256
     dims, layers = [X.shape[1], width, width, width], []
-    for a, b in zip(dims, dims[1:]):
+    for a, b in zip(dims, dims[1:], strict=False):
         layers += [torch.nn.Linear(a, b), torch.nn.SiLU()]
     net = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
     rows = np.nonzero(train)[0]
