@@ -13,8 +13,10 @@ held-out R^2.
 Targets (units): ``force_magnitude`` |F| and ``log_force_magnitude`` ln|F| (M_sun AU/yr^2), ``force_x``,
 ``force_y``; ``accel_x``, ``accel_y`` and ``log_accel_magnitude``: the planet's acceleration F / m1
 (AU/yr^2), what a model of motion needs (the planet's own mass never shows in its own motion);
-``inverse_r2`` 1/r^2 (AU^-2), ``r`` (AU), ``x``, ``y`` planet position (AU), ``a`` semi-major axis (AU) and
-``e`` eccentricity of the planet's orbit about the star.
+``log_star_accel_magnitude``: ln of the star's acceleration F / m2 = G m1 / r^2 (what predicting the star's
+next position needs); ``log_m1``, ``log_m2``: ln of the planet and star masses (M_sun), which of the two
+masses a state carries; ``inverse_r2`` 1/r^2 (AU^-2), ``r`` (AU), ``x``, ``y`` planet position (AU), ``a``
+semi-major axis (AU) and ``e`` eccentricity of the planet's orbit about the star.
 
 Writes ``OUT/linear_probes.json``: ``layers``, ``r2`` {target: [R^2 per layer]}, ``alpha`` {target:
 [chosen penalty per layer]}, ``best`` {target: {layer, r2}}, row counts, settings and code version.
@@ -34,7 +36,8 @@ from orbitlaw.models.train import check_vocab, read_sequences, token_offset
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "accel_x", "accel_y",
-                  "log_accel_magnitude", "inverse_r2", "r", "x", "y", "a", "e")
+                  "log_accel_magnitude", "log_star_accel_magnitude", "log_m1", "log_m2", "inverse_r2", "r", "x",
+                  "y", "a", "e")
 ALPHAS = tuple(10.0**k for k in range(-3, 6))
 
 
@@ -73,7 +76,8 @@ def target_columns(rows: dict, split) -> dict[str, np.ndarray]:
     return {"force_magnitude": rows["F_true"], "log_force_magnitude": np.log(rows["F_true"]),
             "force_x": rows["Fx_true"], "force_y": rows["Fy_true"], "accel_x": rows["Fx_true"] / rows["m1"],
             "accel_y": rows["Fy_true"] / rows["m1"], "log_accel_magnitude": np.log(rows["F_true"] / rows["m1"]),
-            "inverse_r2": 1.0 / rows["r"] ** 2,
+            "log_star_accel_magnitude": np.log(rows["F_true"] / rows["m2"]), "log_m1": np.log(rows["m1"]),
+            "log_m2": np.log(rows["m2"]), "inverse_r2": 1.0 / rows["r"] ** 2,
             "r": rows["r"], "x": rows["x"], "y": rows["y"], "a": np.asarray(split.a)[seq, pl],
             "e": np.asarray(split.e)[seq, pl]}
 

@@ -308,6 +308,22 @@ def test_linear_probe_reads_a_feature_the_embedding_carries_linearly(env, tmp_pa
     assert res["r2"]["y"][0] < 0.5  # y was erased from the input
 
 
+def test_linear_targets_are_the_physics_of_each_row(env):
+    """The accelerations of both bodies and both masses, from the dataset's own forces: G m2 / r^2 for the
+    planet, G m1 / r^2 for the star (independent of the force column's scale)."""
+    from orbitlaw.discovery.linear_probe import LINEAR_TARGETS, target_columns
+
+    split = orbits.load_dataset(env["data"])["train"]
+    rows = probe_data.planet_rows(split, np.arange(8), 10**9)
+    cols = target_columns(rows, split)
+    assert set(cols) == set(LINEAR_TARGETS)
+    G = 4 * np.pi**2
+    np.testing.assert_allclose(cols["log_accel_magnitude"], np.log(G * rows["m2"] / rows["r"] ** 2), rtol=1e-9)
+    np.testing.assert_allclose(cols["log_star_accel_magnitude"], np.log(G * rows["m1"] / rows["r"] ** 2), rtol=1e-9)
+    np.testing.assert_allclose(cols["log_m1"] + cols["log_m2"], cols["log_force_magnitude"] + 2 * np.log(rows["r"])
+                               - np.log(G), atol=1e-9)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Bad input
 
