@@ -229,7 +229,8 @@ def retime(out: Path, previous: dict, features: dict, args) -> None:
         seed = int(hashlib.sha256(cell.encode()).hexdigest()[:8], 16)
         table = cell_table(LAWS[law_name][0], features[data_name], NOISES[noise_name], seed)
         law = discover_law(table, "F", seeds=1, first_seed=i, points=args.points, restarts=args.restarts,
-                           workers=1, selection=args.selection, settings=SearchSettings(budget=args.budget))
+                           workers=1, selection=args.selection, tolerance=args.tolerance,
+                           settings=SearchSettings(budget=args.budget))
         fit = law["per_seed"][0]
         fits.append({"cell": cell, "seed": i, "cpu_seconds_recorded": recorded, "cpu_seconds_alone": fit["cpu_seconds"],
                      "same_expression": fit["expression"] == results[cell]["per_seed"][i]})
@@ -263,6 +264,8 @@ def main() -> None:
     parser.add_argument("--data", default=",".join(DATA))
     parser.add_argument("--noises", default=",".join(NOISES))
     parser.add_argument("--selection", default="se", choices=["se", "best", "score"])
+    parser.add_argument("--tolerance", type=float, default=0.0,
+                        help="the verdict's precision (discover --tolerance); 0, the default, is the exact test")
     parser.add_argument("--work", default=None, help="where the probe data sets are made (default: a temp dir)")
     parser.add_argument("--out", default="benchmarks/results/discover.json")
     parser.add_argument("--markdown", action="store_true", help="print the matrix of --out as a markdown table")
@@ -280,6 +283,8 @@ def main() -> None:
 
     out = Path(args.out)
     settings = {k: getattr(args, k) for k in ("seeds", "points", "restarts", "budget", "selection")}
+    if args.tolerance:  # keyed only when set, so that results of the exact test keep their key
+        settings["tolerance"] = args.tolerance
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     previous = json.loads(out.read_text()) if out.exists() else {}
     results = previous.get("results", {}) if previous.get("settings_key") == key else {}
@@ -302,7 +307,7 @@ def main() -> None:
                 seed = int(hashlib.sha256(cell.encode()).hexdigest()[:8], 16)
                 table = cell_table(LAWS[law_name][0], features[data_name], NOISES[noise_name], seed)
                 law = discover_law(table, "F", seeds=args.seeds, points=args.points, restarts=args.restarts,
-                                   workers=args.workers, selection=args.selection,
+                                   workers=args.workers, selection=args.selection, tolerance=args.tolerance,
                                    settings=SearchSettings(budget=args.budget))
                 row = summarise(law_name, law, NOISES[noise_name][0])
                 row.update(law=law_name, data=data_name, noise=noise_name,
