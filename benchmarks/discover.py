@@ -295,6 +295,9 @@ def main() -> None:
         features[name] = (probe_rows(name.removeprefix("probe_"), work, seed) if name.startswith("probe_")
                           else synthetic(name, seed))
     if args.retime is not None:
+        if previous.get("settings_key") != key:
+            raise SystemExit(f"--retime: {out} holds no matrix run with these settings (--seeds, --points, "
+                             "--restarts, --budget, --selection, --tolerance)")
         retime(out, previous, features, args)
         return
     start = time.perf_counter()

@@ -113,7 +113,7 @@ class _Memo:
     polishing meets the same expressions many times (a candidate on its search rows, then its held-out rows;
     the same pruned trial from several constants): each ``lambdify`` or ``simplify`` costs 1-15 ms."""
 
-    def __init__(self, function, size: int = 4096):
+    def __init__(self, function, size: int = 512):  # a lambdified function holds ~30 KB
         self.function, self.size, self.cache = function, size, {}
 
     def __call__(self, *args):

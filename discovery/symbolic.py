@@ -283,15 +283,18 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
         resume_dir: where finished seeds are kept so that a killed run resumes (None: not kept).
         tolerance: the precision of the verdict (``"se"`` selection only; :func:`law.choose`): each seed
             reports the simplest front member whose held-out predictions depart from the law it chose by at
-            most this (RMS of the log ratio: 0.01 is 1%). 0 (the default): an exact test.
+            most this (:func:`law.departure` in the error metric: RMS of the log ratio for ``"log"``, of the
+            difference over the mean for ``"relative"``; 0.01 is 1%). 0 (the default): an exact test.
 
     Returns keys ``expression`` (sympy string in the feature names) and ``expression_latex``, ``verdict``
     (one of :data:`orbitlaw.discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
     verdict is ``newtonian``), ``power_law`` (None or ``{"constant": C, "constant_ci95": [lo, hi],
     "exponents": {feature: k}, "G_relative_error": ..., "G_relative_error_ci95": [...]}``, the last two
     for Newton's form only), ``seeds_agreeing``, ``majority``, ``newtonian_seeds``, ``error`` (on all
-    rows, in ``error_metric``) and ``constant_error`` (the best constant's), ``per_seed``, ``pareto``,
-    ``backend``, ``settings``, ``data`` and ``code_version``.
+    rows, in ``error_metric``) and ``constant_error`` (the best constant's), ``newton_departure`` (RMS of
+    ln(law / best C * m1 * m2 / r**2 fit) on all rows; None unless the features are r, m1, m2, the metric is
+    log and the law is positive everywhere), ``per_seed``, ``pareto``, ``backend``, ``settings``, ``data``
+    and ``code_version``.
     """
     features = list(features)
     subset = list(subset)
@@ -452,7 +455,8 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         c = powerlaw.fit_constant(X, y, exponents, metric)
         if c:
             newton = c * np.prod(X ** np.asarray(exponents, dtype=np.float64), axis=1)
-            newton_departure = laws.departure(laws.evaluate(final.expr, symbols, X), newton, "log")
+            d = laws.departure(laws.evaluate(final.expr, symbols, X), newton, "log")
+            newton_departure = d if math.isfinite(d) else None  # a law that predicts <= 0 somewhere: undefined
     return {
         "expression": _render(final.expr, features),
         "expression_latex": sympy.latex(rendered),

@@ -346,7 +346,6 @@ def test_a_tolerance_pools_a_simpler_law_the_rows_resolve_but_that_departs_by_le
     """Held-out rows of a law 0.3% off Newton, without noise: the exact test keeps the better law, a 1%
     tolerance the (higher-scoring) Newtonian one; a 5% departure stays apart at 1%."""
     x = np.linspace(1.0, 10.0, 500)
-    y = 40.0 / x**2 * (1 + 0.003 * np.cos(x))
     for wiggle, expect in ((0.003, "newton"), (0.05, "wiggle")):
         y = 40.0 / x**2 * (1 + wiggle * np.cos(x))
         preds = {"const": np.full_like(x, np.exp(np.median(np.log(y)))), "newton": 40.0 / x**2, "wiggle": y}
@@ -384,3 +383,19 @@ def test_a_tolerance_needs_the_se_selection():
                       tolerance=0.01)
     with pytest.raises(ValueError, match="tolerance"):
         discover_law({"r": X[:, 0], "m1": X[:, 1], "m2": X[:, 2], "F": y}, "F", seeds=1, tolerance=1.5)
+
+
+def test_the_polishing_memo_keys_by_srepr_and_stays_bounded():
+    """Floats of different precision are different keys; a hit returns the stored value; a full memo starts over."""
+    calls = []
+    memo = laws._Memo(lambda e: calls.append(e) or sympy.srepr(e), size=2)
+    low, high = sympy.Float(0.1, 15), sympy.Float(0.1, 53)
+    assert memo(low) == sympy.srepr(low) and memo(high) == sympy.srepr(high) and len(calls) == 2
+    assert memo(low) == sympy.srepr(low) and len(calls) == 2  # a hit
+    memo(sympy.Float(0.2, 15))  # a third key: the memo is cleared first
+    assert len(memo.cache) == 1
+    memo(low)
+    assert len(calls) == 4
+    x = sympy.Symbol("x")
+    f = laws._lambdify((x,), 2 * x)
+    assert laws._lambdify((x,), 2 * x) is f and f(3.0) == 6.0

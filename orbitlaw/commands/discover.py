@@ -45,9 +45,10 @@ def add_parser(sub) -> None:
                    "positive target), relative (mean|y - f| / mean|y|), auto (default: log when the target is "
                    "positive)")
     p.add_argument("--tolerance", type=float, default=0.0, metavar="FRACTION",
-                   help="the verdict's precision (with --selection se): each seed reports the simplest law whose "
-                   "held-out predictions depart from the one it chose by at most this RMS fraction of ln F "
-                   "(0.01 = 1%%), so Newton within 1%% is called Newtonian; 0 (default): an exact test")
+                   help="the verdict's precision (with --selection se): each seed reports the simplest law on its "
+                   "front whose held-out predictions depart from the one it chose by at most this (RMS of ln "
+                   "f1/f2 for --metric log, of (f1 - f2)/mean|f2| for relative; 0.01 = 1%%), so a law within 1%% "
+                   "of Newton's form on the front is reported as Newton's; 0 (default): an exact test")
     p.add_argument("--subset", default="", metavar="COLS",
                    help="boolean columns that must be true for a row to be used, e.g. near_train")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="seeds fitted in parallel")
