@@ -111,6 +111,13 @@ def cell_table(law, features: dict, noise: tuple[float, float], seed: int) -> di
     return {"r": r, "m1": m1, "m2": m2, "F": F}
 
 
+def table_of(cell: str, features: dict) -> dict:
+    """The table of a cell ``law/data/noise``: its law and noise on its data set, seeded by the cell's name."""
+    law_name, data_name, noise_name = cell.split("/")
+    seed = int(hashlib.sha256(cell.encode()).hexdigest()[:8], 16)
+    return cell_table(LAWS[law_name][0], features[data_name], NOISES[noise_name], seed)
+
+
 def summarise(law_name: str, out: dict, sigma: float) -> dict:
     _, expected, exponents, constant = LAWS[law_name]
     grades = Counter(s["verdict"] for s in out["per_seed"])
@@ -225,10 +232,8 @@ def retime(out: Path, previous: dict, features: dict, args) -> None:
                    if t >= args.retime), reverse=True)
     fits = []
     for recorded, cell, i in slow:
-        law_name, data_name, noise_name = cell.split("/")
-        seed = int(hashlib.sha256(cell.encode()).hexdigest()[:8], 16)
-        table = cell_table(LAWS[law_name][0], features[data_name], NOISES[noise_name], seed)
-        law = discover_law(table, "F", seeds=1, first_seed=i, points=args.points, restarts=args.restarts,
+        law = discover_law(table_of(cell, features), "F", seeds=1, first_seed=i, points=args.points,
+                           restarts=args.restarts,
                            workers=1, selection=args.selection, tolerance=args.tolerance,
                            settings=SearchSettings(budget=args.budget))
         fit = law["per_seed"][0]
@@ -307,9 +312,8 @@ def main() -> None:
                 cell = f"{law_name}/{data_name}/{noise_name}"
                 if cell in results:
                     continue
-                seed = int(hashlib.sha256(cell.encode()).hexdigest()[:8], 16)
-                table = cell_table(LAWS[law_name][0], features[data_name], NOISES[noise_name], seed)
-                law = discover_law(table, "F", seeds=args.seeds, points=args.points, restarts=args.restarts,
+                law = discover_law(table_of(cell, features), "F", seeds=args.seeds, points=args.points,
+                                   restarts=args.restarts,
                                    workers=args.workers, selection=args.selection, tolerance=args.tolerance,
                                    settings=SearchSettings(budget=args.budget))
                 row = summarise(law_name, law, NOISES[noise_name][0])
