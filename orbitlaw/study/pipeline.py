@@ -42,23 +42,11 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
     config["llm"] = {"reference": str(reference) if reference else None, "results": [str(p) for p in llm_results]}
     write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
 
-    data = {}
-    for name in ("pretrain", "probe", "solar"):
-        spec = config[f"{name}_data"]
-        path = study.path("data", name)
-        study.stage(f"data:{name}", spec, [path], lambda s=spec, p=path: stages.simulate(s, p, workers, progress))
-        data[name] = path
-
+    data = simulate_data(study, config, ("pretrain", "probe", "solar"), workers, progress)
     models = []
-    for name in config["attentions"] + config.get("archs", []):
+    for name in model_names(config):
         arch = name if name in config.get("archs", []) else "gpt"
-        attention = name if arch == "gpt" else "softmax"
-        train_cfg = config["train"] if arch == "gpt" else {**config["train"], "arch": arch, "pos": None}
-        run = study.path("runs", name)
-        train_spec = {**train_cfg, "data": config["pretrain_data"]}
-        trained = study.stage(f"train:{name}", {"attention": name, **train_spec}, [run],
-                              lambda a=attention, r=run, t=train_cfg: stages.train(data["pretrain"], r, a, t,
-                                                                                   progress, nproc, log_to))
+        run, train_spec, trained = train_model(study, config, name, data, progress, nproc, log_to)
         evaluated = study.stage(f"evaluate:{name}", {"train": train_spec, **config["evaluate"]}, [],
                                 lambda r=run: stages.evaluate(r, data["pretrain"], config["evaluate"]))
         probe_dir = study.path("probes", name)
@@ -79,11 +67,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         linear = study.stage(f"linear:{name}", {"train": train_spec, "data": config["probe_data"],
                                                 **config["linear_probe"]}, [linear_dir],
                              lambda r=run, p=linear_dir: stages.linear(r, data["probe"], p, config["linear_probe"]))
-        ib_dir = study.path("inductive_bias", name)
-        biased = study.stage(f"inductive_bias:{name}", {"train": train_spec, "data": config["probe_data"],
-                                                        **config["inductive_bias"]}, [ib_dir],
-                             lambda r=run, p=ib_dir: stages.inductive_bias(r, data["probe"], p,
-                                                                           config["inductive_bias"], progress))
+        biased = inductive_bias(study, config, name, run, train_spec, data, progress)
         roll_dir = study.path("rollouts", name)
         rolled = study.stage(f"rollout:{name}", {"train": train_spec, "data": config["probe_data"],
                                                  **config["rollout"]}, [roll_dir],
@@ -126,6 +110,45 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         "config": config,
     }
     return _finish(study, results)
+
+
+def simulate_data(study, config: dict, names, workers: int, progress: bool) -> dict[str, Path]:
+    """The stages ``data:<name>`` for ``name`` in ``names`` (pretrain, probe, solar); returns their paths."""
+    data = {}
+    for name in names:
+        spec = config[f"{name}_data"]
+        path = study.path("data", name)
+        study.stage(f"data:{name}", spec, [path], lambda s=spec, p=path: stages.simulate(s, p, workers, progress))
+        data[name] = path
+    return data
+
+
+def model_names(config: dict) -> list[str]:
+    """The study's models: one GPT per attention, then one per baseline architecture."""
+    return config["attentions"] + config.get("archs", [])
+
+
+def train_model(study, config: dict, name: str, data: dict[str, Path], progress: bool, nproc: int = 1,
+                log_to: str = "none") -> tuple[Path, dict, dict]:
+    """The stage ``train:<name>``: pretrain model ``name`` (an attention or a baseline architecture).
+    Returns its run directory, its training spec (the key later stages build on) and the stage's result."""
+    arch = name if name in config.get("archs", []) else "gpt"
+    attention = name if arch == "gpt" else "softmax"
+    train_cfg = config["train"] if arch == "gpt" else {**config["train"], "arch": arch, "pos": None}
+    run = study.path("runs", name)
+    train_spec = {**train_cfg, "data": config["pretrain_data"]}
+    trained = study.stage(f"train:{name}", {"attention": name, **train_spec}, [run],
+                          lambda: stages.train(data["pretrain"], run, attention, train_cfg, progress, nproc, log_to))
+    return run, train_spec, trained
+
+
+def inductive_bias(study, config: dict, name: str, run: Path, train_spec: dict, data: dict[str, Path],
+                   progress: bool) -> dict:
+    """The stage ``inductive_bias:<name>``: the inductive-bias probe of model ``name`` on the probe set."""
+    out = study.path("inductive_bias", name)
+    return study.stage(f"inductive_bias:{name}", {"train": train_spec, "data": config["probe_data"],
+                                                 **config["inductive_bias"]}, [out],
+                       lambda: stages.inductive_bias(run, data["probe"], out, config["inductive_bias"], progress))
 
 
 def _finish(study, results: dict) -> dict:
