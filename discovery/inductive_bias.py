@@ -213,7 +213,7 @@ def run_dataset(cfg: InductiveBiasConfig, gpt, split, k: int, context: int, offs
     (``model``, ``linear``, ``mlp``, ``target``: (samples,)) and the fit on the revealed ones."""
     rng = np.random.Generator(np.random.PCG64([cfg.seed, k]))
     seqs = np.sort(rng.choice(len(split), cfg.sequences, replace=False))
-    rows = probe_data.planet_rows(split, seqs, context + offset)
+    rows = probe_data.planet_rows(split, seqs, context + offset, gpt.config.window_end)
     if not len(rows["sequence"]):
         raise ValueError("no planet step lies inside the run's context")
     state = (raw_state(rows) - mean) / std
@@ -329,7 +329,8 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
     stamp = out / "settings.json"
     if stamp.exists() and json.loads(stamp.read_text()) != settings:
         raise ValueError(f"{out} holds an inductive-bias probe with different settings; choose another --out")
-    base = probe_data.planet_rows(split, np.arange(min(len(split), STATE_ROWS_SEQUENCES)), context + offset)
+    base = probe_data.planet_rows(split, np.arange(min(len(split), STATE_ROWS_SEQUENCES)), context + offset,
+                                  gpt.config.window_end)
     base_state = raw_state(base)
     mean, std = base_state.mean(axis=0), base_state.std(axis=0)
     std[std == 0] = 1.0

@@ -145,7 +145,8 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     held = plan.train_sequences + np.arange(min(cfg.sequences, plan.heldout_sequences))
     parts = {}
     for name, seqs in (("train", train), ("heldout", held)):
-        rows = sample_rows(probe_data.planet_rows(split, seqs, context + token_offset(model.config)),
+        rows = sample_rows(probe_data.planet_rows(split, seqs, context + token_offset(model.config),
+                                                  model.config.window_end),
                            cfg.steps_per_sequence, cfg.seed)
         if len(rows["sequence"]) < 2:
             raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")

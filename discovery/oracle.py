@@ -45,6 +45,7 @@ class OracleConfig:
     labels_per_sequence: int | None = None
     neighbors: int = 2
     window_steps: int = 3
+    window_end: str = "planet"
     seed: int = 0
     near_train: int = 5000
     protocol: str = "orbitlaw"
@@ -60,6 +61,10 @@ class OracleConfig:
             raise ValueError(f"--context must be >= 2, got {self.context}")
         if self.window_steps < 1:
             raise ValueError(f"--window-steps must be >= 1, got {self.window_steps}")
+        if self.window_end not in ("planet", "step"):
+            raise ValueError(f"unknown --window-end {self.window_end!r}; choose planet or step")
+        if self.window_end != "planet" and not self.oracle.endswith("-window"):
+            raise ValueError(f"--window-end is for the window oracles; --oracle {self.oracle} reads the true state")
         if self.neighbors < 1:
             raise ValueError(f"--neighbors must be >= 1, got {self.neighbors}")
         if self.near_train < 0:
@@ -98,7 +103,8 @@ def knn(rows: dict, target: str, neighbors: int = 2) -> np.ndarray:
 
 def window_features(split, rows: dict, window_steps: int) -> np.ndarray:
     """(rows, 2 W (N + 1)) the raw positions (AU) a model trained on W-step chunks reads at each row: the
-    W (N + 1) continuous positions ending at the row's planet token (continuous index token - 1), earlier
+    W (N + 1) continuous positions ending at the row's token (its planet's or the step's last, as the rows
+    were read; continuous index token - 1), earlier
     than the sequence start filled with its first position. One planet count per split."""
     counts = np.unique(np.asarray(split.n_planets)[np.unique(rows["sequence"])])
     if len(counts) != 1:
@@ -138,7 +144,7 @@ def run_oracle(cfg: OracleConfig) -> dict:
     context = min(context, split.tokens.shape[1])
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
-    rows = probe_data.build_rows(split, plan, context, cfg.protocol)  # the protocol's held-out label draw
+    rows = probe_data.build_rows(split, plan, context, cfg.protocol, cfg.window_end)  # the protocol's label draw
     settings.update(plan=asdict(plan), context=context)
     probe_data.check_out(Path(cfg.out), settings)
     if cfg.oracle == "true-law":

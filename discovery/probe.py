@@ -287,7 +287,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
     protocol = PROTOCOLS[cfg.protocol]
-    rows = probe_data.build_rows(split, plan, context + offset, protocol["layout"])
+    rows = probe_data.build_rows(split, plan, context + offset, protocol["layout"], gpt.config.window_end)
     settings["plan"] = asdict(plan)
     settings["context"] = context
     lab = rows["labelled"]

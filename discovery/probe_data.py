@@ -114,8 +114,20 @@ def token_position(n_planets, step, planet):
     return 1 + np.asarray(step) * (np.asarray(n_planets) + 1) + np.asarray(planet)
 
 
-def planet_rows(split, sequences: np.ndarray, context: int) -> dict[str, np.ndarray]:
-    """Columns (each (rows,)) of every planet step of ``sequences`` whose token lies in ``context``.
+def read_token(n_planets, step, planet, read_at: str = "planet"):
+    """The token a planet step is read at: the planet's own (``read_at="planet"``, every token model and
+    the default chunked models) or the step's last, the star's (``"step"``: a chunked model whose training
+    windows end there, ``GPTConfig.window_end``)."""
+    if read_at == "step":
+        return token_position(n_planets, step, n_planets)
+    if read_at != "planet":
+        raise ValueError(f"unknown read position {read_at!r}; choose planet or step")
+    return token_position(n_planets, step, planet)
+
+
+def planet_rows(split, sequences: np.ndarray, context: int, read_at: str = "planet") -> dict[str, np.ndarray]:
+    """Columns (each (rows,)) of every planet step of ``sequences`` whose token lies in ``context``: the
+    token the step is read at (:func:`read_token`).
 
     sequence, planet, step, token (int); t (yr); x, y planet position (AU); rx, ry planet minus star
     (AU); vx, vy planet minus star velocity (AU/yr); r (AU); m1 planet, m2 star (M_sun); Fx_true, Fy_true,
@@ -129,7 +141,7 @@ def planet_rows(split, sequences: np.ndarray, context: int) -> dict[str, np.ndar
         seqs = sequences[n_planets == N]
         steps = np.arange(S)
         planets = np.arange(N)
-        pos = token_position(N, steps[None, :], planets[:, None])  # (N, S)
+        pos = read_token(N, steps[None, :], planets[:, None], read_at)  # (N, S)
         pl, st = np.nonzero(pos < context)
         seq_l.append(np.repeat(seqs, len(pl)))
         pl_l.append(np.tile(pl, len(seqs)))
@@ -146,7 +158,7 @@ def planet_rows(split, sequences: np.ndarray, context: int) -> dict[str, np.ndar
     vs = _gather(split.velocities, seq, st, np.full_like(pl, star))
     f = _gather(split.forces, seq, st, pl)
     masses = np.asarray(split.masses)
-    rows = {"sequence": seq, "planet": pl, "step": st, "token": token_position(split.n_planets[seq], st, pl),
+    rows = {"sequence": seq, "planet": pl, "step": st, "token": read_token(split.n_planets[seq], st, pl, read_at),
             "t": np.asarray(split.times)[seq, st], "x": p[:, 0], "y": p[:, 1],
             "rx": p[:, 0] - ps[:, 0], "ry": p[:, 1] - ps[:, 1], "vx": v[:, 0] - vs[:, 0], "vy": v[:, 1] - vs[:, 1],
             "m1": masses[seq, pl], "m2": masses[seq, -1], "Fx_true": f[:, 0], "Fy_true": f[:, 1]}
@@ -227,11 +239,11 @@ def reference_labels(rows: dict, plan: LabelPlan) -> np.ndarray:
     return revealed
 
 
-def build_rows(split, plan: LabelPlan, context: int, layout: str = "orbitlaw") -> dict:
-    """Rows of the training and held-out sequences, with labels assigned by ``layout``
-    (:func:`assign_labels`); ValueError if none."""
+def build_rows(split, plan: LabelPlan, context: int, layout: str = "orbitlaw", read_at: str = "planet") -> dict:
+    """Rows of the training and held-out sequences (read at ``read_at``, :func:`read_token`), with labels
+    assigned by ``layout`` (:func:`assign_labels`); ValueError if none."""
     seqs = np.arange(plan.train_sequences + plan.heldout_sequences)
-    rows = assign_labels(planet_rows(split, seqs, context), plan, layout)
+    rows = assign_labels(planet_rows(split, seqs, context, read_at), plan, layout)
     if not rows["labelled"].any():
         raise ValueError(f"no labelled planet step lies inside the context of {context} tokens")
     if not (rows["heldout"] & ~rows["labelled"]).any():

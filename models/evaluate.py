@@ -95,8 +95,9 @@ def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
 @torch.no_grad()
 def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, device) -> dict:
     """A regression model's MSE (AU^2) and mean position error (AU) on a split, read as in training (a
-    chunked model: one fixed window per sequence, ending at a planet), beside the no-physics predictors on
-    the same targets (those whose body has two earlier positions in the input)."""
+    chunked model: one fixed window per sequence, ending where its training windows end, with its training
+    loss's targets), beside the no-physics predictors on the same targets (those whose body has two earlier
+    positions in the input)."""
     from orbitlaw.models.train import regression_batch
 
     bodies = int(np.asarray(split.n_planets)[0]) + 1
@@ -104,7 +105,8 @@ def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
     errs = {"model": [], "repeat_last": [], "constant_velocity": []}
     for start in range(0, min(n_seq, len(split)), batch):
         idx = np.arange(start, min(start + batch, n_seq, len(split)))
-        x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device)
+        x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device,
+                                model.config.window_end, model.config.window_loss)
         out, loss = model(x, y)
         total += float(loss) * len(idx)
         count += len(idx)

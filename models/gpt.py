@@ -14,7 +14,12 @@ The regression variant takes continuous coordinates (B, T, 2) in AU and predicts
 A chunked model (``chunk`` = L tokens) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut
 into chunks of W steps) and reads a longer input the same way: the state at position e is the model's state
 at the last position of the window of tokens e - L + 1 .. e (the first L - 1 positions read the prefix
-0 .. e), so every position sees exactly what a training window showed it, no more.
+0 .. e), so every position sees exactly what a training window showed it, no more. Its training windows
+end at a planet's token (``window_end="planet"``) or at the last token of a step, the star's
+(``"step"``: the window's last prediction is then a planet's next position); every probe reads a planet
+step at the token the windows end at (``orbitlaw.discovery.probe_data.read_token``). ``window_loss``:
+the training loss covers every position of a window (``"all"``) or only its last prediction (``"last"``,
+the one made with the whole window in view).
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ import torch.nn.functional as F
 
 from orbitlaw.models.attention import ATTENTIONS, attend
 from orbitlaw.models.recurrent import ARCHS, make_block
+
+WINDOW_ENDS = ("planet", "step")
+WINDOW_LOSSES = ("all", "last")
 
 
 @dataclass
@@ -51,6 +59,8 @@ class GPTConfig:
     num_bins: int | None = None  # position ids 0..num_bins-1; None: vocab_size - 3 (2 time steps, pad)
     chunk: int | None = None  # tokens a position may read (a chunked model, see the module docstring)
     arch: str = "gpt"  # the core: transformer blocks, or lstm / rnn / mamba blocks (models.recurrent)
+    window_end: str = "planet"  # a chunked model's windows end at a planet's token or at the step's last
+    window_loss: str = "all"  # a chunked model's loss: every window position, or the last prediction only
 
     def validate(self) -> None:
         if self.attention not in ATTENTIONS:
@@ -73,6 +83,13 @@ class GPTConfig:
             raise ValueError("rope needs an even head dimension")
         if self.window is not None and self.window < 1:
             raise ValueError(f"window must be >= 1, got {self.window}")
+        if self.window_end not in WINDOW_ENDS:
+            raise ValueError(f"unknown window end {self.window_end!r}; choose {' or '.join(WINDOW_ENDS)}")
+        if self.window_loss not in WINDOW_LOSSES:
+            raise ValueError(f"unknown window loss {self.window_loss!r}; choose {' or '.join(WINDOW_LOSSES)}")
+        if (self.window_end, self.window_loss) != ("planet", "all") and not (self.regression and self.chunk):
+            raise ValueError("window end and window loss choose how a chunked regression model is trained "
+                             "(--chunk-steps)")
         if self.chunk is not None and not 1 <= self.chunk <= self.block_size:
             raise ValueError(f"chunk must be between 1 and block_size ({self.block_size}), got {self.chunk}")
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):

@@ -78,6 +78,8 @@ class TrainConfig:
     precision: str = "bf16"
     chunk_steps: int | None = None
     input_noise: float = 0.0
+    window_end: str = "planet"
+    window_loss: str = "all"
     device: str = "auto"
     log_to: str = "none"
     model_overrides: dict = field(default_factory=dict)
@@ -210,22 +212,25 @@ def token_offset(config: GPTConfig) -> int:
 
 
 def regression_batch(split, idx: np.ndarray, length: int, chunk: int | None, noise: float, key: tuple,
-                     device) -> tuple[torch.Tensor, torch.Tensor]:
+                     device, window_end: str = "planet", window_loss: str = "all"
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and next-position targets (B, T, 2) float32 (AU) for a regression model.
 
     Unchunked: the first ``length`` positions. Chunked: one window of ``chunk`` positions per sequence,
-    ending at a uniformly drawn planet position (never before the sequence start): a window always ends the
-    way the probes read it (a planet's position; ``orbitlaw.models.gpt`` reads each position through the window
-    that ends there), so the model knows which body each position holds. Gaussian noise of standard
-    deviation ``noise`` (AU) is added to the inputs, never the targets. Windows and noise come from a PCG64
-    stream keyed by ``key`` (seed, step, rank, micro-batch): batches are a pure function of it. NaN pads
-    read as 0 and stay NaN (ignored) in the targets."""
+    ending at a uniformly drawn planet position (``window_end="planet"``) or star position (``"step"``, the
+    last body of a step), never before the sequence start: a window always ends the way the probes read it
+    (``orbitlaw.models.gpt`` reads each position through the window that ends there), so the model knows
+    which body each position holds. ``window_loss="last"`` keeps only the window's last target (the others
+    NaN). Gaussian noise of standard deviation ``noise`` (AU) is added to the inputs, never the targets.
+    Windows and noise come from a PCG64 stream keyed by ``key`` (seed, step, rank, micro-batch): batches
+    are a pure function of it. NaN pads read as 0 and stay NaN (ignored) in the targets."""
     seqs = np.asarray(split.continuous(np.asarray(idx)), dtype=np.float32)
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([*key, 0xC4A2])))
     if chunk is not None:
         bodies = int(np.asarray(split.n_planets)[idx[0]]) + 1
         ends = np.arange(chunk - 1, seqs.shape[1] - 1)
-        ends = ends[ends % bodies != bodies - 1]  # planet positions (the star is last of each step)
+        star = ends % bodies == bodies - 1  # the star is the last body of each step
+        ends = ends[star if window_end == "step" else ~star]
         start = ends[rng.integers(0, len(ends), size=len(seqs))] - chunk + 1
         seqs = seqs[np.arange(len(seqs))[:, None], start[:, None] + np.arange(chunk + 1)]
         length = chunk
@@ -233,6 +238,8 @@ def regression_batch(split, idx: np.ndarray, length: int, chunk: int | None, noi
     if noise > 0:
         x = x + noise * rng.standard_normal(x.shape, dtype=np.float32)
     x = np.nan_to_num(x, nan=0.0)
+    if chunk is not None and window_loss == "last":
+        y = np.concatenate([np.full_like(y[:, :-1], np.nan), y[:, -1:]], axis=1)
     return torch.from_numpy(x).to(device), torch.from_numpy(np.ascontiguousarray(y)).to(device)
 
 
@@ -344,7 +351,8 @@ def evaluate_loss(model: GPT, split, n_seq: int, batch: int, context: int, devic
     for start in range(0, min(n_seq, len(split)), batch):
         idx = np.arange(start, min(start + batch, n_seq, len(split)))
         if model.config.regression:  # a chunked model: its training objective on fixed windows
-            x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device)
+            x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device,
+                                    model.config.window_end, model.config.window_loss)
         else:
             x, y = make_batch(split.tokens, idx, context, device, model.config.vocab_size)
         with amp:
@@ -399,6 +407,10 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     val_split = data.get(cfg.val_split)
     chunk = _chunk_tokens(cfg, train_split)
     overrides = {**cfg.model_overrides, **({"chunk": chunk, "block_size": chunk} if chunk else {})}
+    if (cfg.window_end, cfg.window_loss) != ("planet", "all"):
+        if not chunk:
+            raise ValueError("--window-end and --window-loss choose how a chunked model is trained (--chunk-steps)")
+        overrides.update(window_end=cfg.window_end, window_loss=cfg.window_loss)
     if cfg.pos is not None:
         overrides["pos"] = cfg.pos
     mcfg = model_config(cfg.preset, cfg.attention, arch=cfg.arch, p=cfg.p, window=cfg.window, **overrides)
@@ -506,7 +518,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
             for m in range(0, per_rank, micro):
                 if mcfg.regression:
                     x, y = regression_batch(train_split, idx[m:m + micro], context, chunk, cfg.input_noise,
-                                            (cfg.seed, step, dist.rank, m), device)
+                                            (cfg.seed, step, dist.rank, m), device, mcfg.window_end,
+                                            mcfg.window_loss)
                 else:
                     x, y = make_batch(train_split.tokens, idx[m:m + micro], context, device, mcfg.vocab_size)
                 sync = m + micro >= per_rank

@@ -159,6 +159,57 @@ def test_training_windows_end_at_a_planet_position(data):
     assert 0.03 < float((noisy - x).std()) < 0.07  # noise on the inputs only, sigma in AU
 
 
+def test_step_end_windows_end_at_the_star_and_can_keep_only_the_last_target(data):
+    from orbitlaw.models.train import regression_batch
+
+    pre, _ = data
+    split = orbits.load_dataset(pre)["train"]
+    idx = np.arange(8)
+    x, y = regression_batch(split, idx, 39, 6, 0.0, (1, 2), "cpu", "step", "last")
+    cont = split.continuous(idx).astype(np.float32)
+    for b in range(len(idx)):
+        hits = [s for s in range(cont.shape[1] - 6) if np.array_equal(cont[b, s:s + 6], x[b].numpy())]
+        assert len(hits) == 1 and (hits[0] + 5) % 2 == 1  # the last input is the star (odd position)
+        assert np.isnan(y[b, :-1].numpy()).all()  # only the window's last target: the planet's next position
+        np.testing.assert_array_equal(y[b, -1].numpy(), cont[b, hits[0] + 6])
+
+
+def test_probes_read_a_step_end_run_at_the_star_token(data, tmp_path):
+    pre, probe = data
+    train(_config(pre, tmp_path / "run", max_steps=3, window_end="step", window_loss="last"), progress=False)
+    model = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
+    assert (model["window_end"], model["window_loss"]) == ("step", "last")
+    split = orbits.load_dataset(probe)["train"]
+    planet = probe_data.planet_rows(split, np.arange(2), 41)
+    star = probe_data.planet_rows(split, np.arange(2), 41, "step")
+    np.testing.assert_array_equal(star["token"], planet["token"] + 1)  # one planet: the star follows it
+    np.testing.assert_array_equal(star["F_true"], planet["F_true"])  # the same steps, the same physics
+    plan = ("--train-sequences", "12", "--heldout-sequences", "12")
+    out = _cli("probe", "--run", str(tmp_path / "run"), "--data", str(probe), "--out", str(tmp_path / "p"),
+               "--steps", "2", "--batch", "4", *plan, "--quiet")
+    assert out.returncode == 0, out.stderr
+    csv = np.genfromtxt(tmp_path / "p" / "predictions.csv", delimiter=",", names=True)
+    assert len(csv) == 12 * 19  # every held-out step but the last, whose star token has no next position
+    out = _cli("probe", "--linear", "--run", str(tmp_path / "run"), "--data", str(probe), "--out",
+               str(tmp_path / "lin"), *plan, "--quiet")
+    assert out.returncode == 0, out.stderr
+    linear = json.loads((tmp_path / "lin" / "linear_probes.json").read_text())
+    assert linear["best"]["x"]["r2"] < 0.999  # read at the star's token, not the planet's own position
+    result = run_oracle(OracleConfig(oracle="knn-window", data=str(probe), out=str(tmp_path / "o"),
+                                     train_sequences=12, heldout_sequences=12, window_steps=3, window_end="step"))
+    assert np.isfinite(result["metrics"]["heldout_unlabelled"]["r2"])
+    out = _cli("probe", "--run", str(tmp_path / "run"), "--data", str(probe), "--out", str(tmp_path / "bad"),
+               "--window-end", "step", "--quiet")
+    assert out.returncode != 0 and "--window-end" in out.stderr and not (tmp_path / "bad").exists()
+
+
+def test_window_end_on_an_unchunked_run_is_a_one_line_error(data, tmp_path):
+    pre, _ = data
+    out = _cli("train", "--data", str(pre), "--preset", "control", "--window-end", "step", "--out",
+               str(tmp_path / "r"), "--max-steps", "1", "--quiet")
+    assert out.returncode != 0 and "--chunk-steps" in out.stderr and not (tmp_path / "r").exists()
+
+
 def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     from orbitlaw.cli import main
     from orbitlaw.study import presets

@@ -57,6 +57,9 @@ def add_parser(sub) -> None:
     p.add_argument("--neighbors", type=int, default=2, help="kNN oracle: neighbours (reference 2)")
     p.add_argument("--window-steps", type=int, default=3, metavar="W",
                    help="knn-window / mlp-window: steps of raw positions the oracle reads (default 3)")
+    p.add_argument("--window-end", choices=("planet", "step"), default="planet",
+                   help="knn-window / mlp-window: the window ends at the planet's token (default) or at the "
+                        "step's last token, as a model trained with --window-end step reads it")
     p.add_argument("--sequences", type=int, default=2000,
                    help="linear probes: at most this many training and held-out sequences")
     p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")
@@ -83,6 +86,9 @@ def run(args) -> int:
     if args.protocol != "orbitlaw" and args.linear:
         raise ValueError(f"--protocol {args.protocol} is for the fine-tuned probe and the oracles; --linear fits "
                          "ridge probes of the frozen run")
+    if args.window_end != "planet" and not args.oracle:
+        raise ValueError("--window-end is for the window oracles; a run's probes read where its training windows "
+                         "ended (its config)")
     if args.oracle and args.scaling is not None:
         raise ValueError(f"--scaling is for the fine-tuned probe; --oracle {args.oracle} predicts forces directly")
     if args.oracle:
@@ -94,7 +100,8 @@ def run(args) -> int:
             oracle=args.oracle, data=args.data, out=args.out, target=args.target, split=args.split,
             context=args.context, train_sequences=args.train_sequences, heldout_sequences=args.heldout_sequences,
             labels_per_heldout=args.labels_per_heldout, labels_per_sequence=args.labels_per_sequence,
-            neighbors=args.neighbors, window_steps=args.window_steps, seed=args.seed, near_train=args.near_train,
+            neighbors=args.neighbors, window_steps=args.window_steps, window_end=args.window_end, seed=args.seed,
+            near_train=args.near_train,
             protocol=args.protocol))
         return _report(result)
     if not args.run:

@@ -38,6 +38,13 @@ def add_parser(sub) -> None:
                         "sequence W steps at a time (default: the whole context)")
     p.add_argument("--input-noise", type=float, default=0.0, metavar="SIGMA",
                    help="regression models: Gaussian noise (AU) added to the input positions in training")
+    p.add_argument("--window-end", choices=("planet", "step"), default="planet",
+                   help="chunked models: training windows end at a planet's token (default) or at the step's "
+                        "last token, the star's (the window's last prediction is then a planet's next "
+                        "position); the probes read each planet step at that token")
+    p.add_argument("--window-loss", choices=("all", "last"), default="all",
+                   help="chunked models: the loss covers every window position (default) or only the window's "
+                        "last prediction")
     p.add_argument("--out", required=True, metavar="RUN", help="run directory")
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--checkpoint-every", type=int, default=100, metavar="K")
@@ -105,7 +112,8 @@ def run(args) -> int:
                       log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
                       lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
                       compile=args.compile, precision=args.precision, chunk_steps=args.chunk_steps,
-                      input_noise=args.input_noise, device=args.device, log_to=args.log_to,
+                      input_noise=args.input_noise, window_end=args.window_end, window_loss=args.window_loss,
+                      device=args.device, log_to=args.log_to,
                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
     return _train(cfg, args, train, TrainingStopped)
 
