@@ -293,7 +293,10 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     for Newton's form only), ``seeds_agreeing``, ``majority``, ``newtonian_seeds``, ``error`` (on all
     rows, in ``error_metric``) and ``constant_error`` (the best constant's), ``newton_departure`` (RMS of
     ln(law / best C * m1 * m2 / r**2 fit) on all rows; None unless the features are r, m1, m2, the metric is
-    log and the law is positive everywhere), ``per_seed``, ``pareto``, ``backend``, ``settings``, ``data``
+    log and the law is positive everywhere), ``fitted_exponents`` ({feature: k} of the least-squares
+    (soft-L1) fit ``ln y = c + sum k ln x`` on all rows, whatever law came out: how strongly the target
+    moves with each variable; a readout that carries a variable only in part shows its exponent shrunk
+    toward 0; None unless every value is positive), ``per_seed``, ``pareto``, ``backend``, ``settings``, ``data``
     and ``code_version``.
     """
     features = list(features)
@@ -457,6 +460,8 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
             newton = c * np.prod(X ** np.asarray(exponents, dtype=np.float64), axis=1)
             d = laws.departure(laws.evaluate(final.expr, symbols, X), newton, "log")
             newton_departure = d if math.isfinite(d) else None  # a law that predicts <= 0 somewhere: undefined
+    fitted = (dict(zip(features, map(float, powerlaw.fit_exponents(X, y)), strict=True))
+              if powerlaw.applicable(X, y) else None)
     return {
         "expression": _render(final.expr, features),
         "expression_latex": sympy.latex(rendered),
@@ -468,6 +473,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "error_metric": metric,
         "constant_error": baseline,
         "newton_departure": newton_departure,
+        "fitted_exponents": fitted,
         "complexity": final.complexity,
         "seeds": len(per_seed),
         "seeds_agreeing": votes[winner],

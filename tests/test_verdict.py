@@ -399,3 +399,14 @@ def test_the_polishing_memo_keys_by_srepr_and_stays_bounded():
     x = sympy.Symbol("x")
     f = laws._lambdify((x,), 2 * x)
     assert laws._lambdify((x,), 2 * x) is f and f(3.0) == 6.0
+
+
+def test_fitted_exponents_show_a_readout_that_carries_the_masses_only_in_part():
+    """LAW.json's fitted_exponents: Newton's rows give -2, 1, 1; a readout that pulls ln F halfway to its mean
+    over the masses (a state that carries each mass only in part) gives the mass exponents halved."""
+    newton = discover_law(_readout_table(lambda r, a, b: G * a * b / r**2), "F", seeds=1, settings=FAST)
+    fitted = newton["fitted_exponents"]
+    assert abs(fitted["r"] + 2) < 1e-6 and abs(fitted["m1"] - 1) < 1e-6 and abs(fitted["m2"] - 1) < 1e-6
+    half = discover_law(_readout_table(lambda r, a, b: G * np.sqrt(a * b * 0.3) / r**2), "F", seeds=1, settings=FAST)
+    assert abs(half["fitted_exponents"]["m1"] - 0.5) < 1e-6 and abs(half["fitted_exponents"]["m2"] - 0.5) < 1e-6
+    assert half["verdict"] != "newtonian"

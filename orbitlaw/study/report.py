@@ -176,22 +176,32 @@ def _protocol_paragraph(protocol: str, notes: list[str]) -> str:
     return text
 
 
+def _exponents(law: dict | None) -> str:
+    fitted = (law or {}).get("fitted_exponents")
+    if not fitted or not {"r", "m1", "m2"} <= set(fitted):
+        return "–"
+    return ", ".join(f"{fitted[k]:.2f}" for k in ("r", "m1", "m2"))
+
+
 def controls_section(controls: list[dict]) -> list[str]:
     """The report's controls table and what it says (orbitlaw.study.controls)."""
     lines = ["## Controls: can the probe see Newton when it is there?", "",
              "Regression GPTs on `binary` orbits (both masses drawn per system, so the force's variables show only "
              "in the dynamics), read W steps at a time, through the same probe and symbolic regression; beside "
              "them the oracles. W: steps the model (or oracle) reads; probe R²: the fine-tuned force probe on "
-             "held-out systems; linear R²: the best layer of the frozen model (held out by system).", "",
+             "held-out systems; linear R²: the best layer of the frozen model (held out by system); exponents: the "
+             "least-squares power law of the probe's predictions in r, m1, m2 (Newton: -2, 1, 1; a readout that "
+             "carries a variable only in part shrinks its exponent toward 0).", "",
              "| configuration | W | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | linear R² (\\|F\\|) | "
-             "linear R² (ln\\|F\\|) | linear R² (acceleration) | recovered law | verdict (seeds Newtonian) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "linear R² (ln\\|F\\|) | linear R² (acceleration) | exponents (r, m1, m2) | recovered law | "
+             "verdict (seeds Newtonian) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in controls:
         law, newton = _law_cell(c["law"])
         name = f"*{c['name']}*" if c["kind"] == "oracle" else c["name"]
         lines.append(f"| {name} | {c['window'] or 'all'} | {_num(c['probe_r2'])} | {_num(c['probe_r2_log'])} | "
                      f"{_num(c['linear_probe_r2'])} | {_num(c['linear_probe_r2_log'])} | "
-                     f"{_num(c['linear_probe_r2_accel'])} | {law} | {newton} |")
+                     f"{_num(c['linear_probe_r2_accel'])} | {_exponents(c['law'])} | {law} | {newton} |")
     positive = [c for c in controls if c["kind"] == "model" and c["name"].startswith("W") and "-s" in c["name"]]
     negative = [c for c in controls if c["name"] == "W1" or c["name"].endswith("untrained")]
     k = sum(c["newtonian"] for c in positive)

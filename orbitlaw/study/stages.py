@@ -185,7 +185,8 @@ def summarise_law(law_doc: dict | None) -> dict | None:
     if not law_doc or "expression" not in law_doc:
         return law_doc
     keys = ("expression", "expression_latex", "verdict", "inconclusive_reasons", "newtonian", "power_law",
-            "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric", "newton_departure")
+            "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric", "newton_departure",
+            "fitted_exponents")
     return {k: law_doc[k] for k in keys if k in law_doc}
 
 
