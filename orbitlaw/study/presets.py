@@ -98,11 +98,14 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
               token_steps: int) -> dict:
     """The controls of :mod:`orbitlaw.study.controls` at a given size (``binary`` data)."""
     half = probe // 2
+    orbits = {"a_range": [2.0, 3.0]}  # 0.4-1.6 rad a step: W = 3 steps resolve the curvature (module docstring)
     return {
-        "data": {"pretrain": {"preset": "binary", "splits": {"train": pretrain, "val": 32}, "seed": 10},
-                 "probe": {"preset": "binary", "splits": {"train": probe}, "seed": 11}},
+        "data": {"pretrain": {"preset": "binary", "splits": {"train": pretrain, "val": 32}, "seed": 10,
+                              "overrides": orbits},
+                 "probe": {"preset": "binary", "splits": {"train": probe}, "seed": 11, "overrides": orbits}},
         "window": 3, "seeds": seeds,
         "train": {"preset": "control", "max_steps": steps, "batch_size": 256, "lr": 3e-3, "input_noise": 0.02,
+                  "window_end": "step", "window_loss": "last",
                   "schedule": "cosine", "warmup_steps": max(1, steps // 80), "eval_every": steps,
                   "checkpoint_every": max(1, steps // 4),
                   "log_every": max(1, steps // 20), "eval_sequences": 32},

@@ -78,7 +78,8 @@ class Study:
 def simulate(spec: dict, out: Path, workers: int, progress: bool) -> dict:
     from orbitlaw import orbits
 
-    orbits.simulate(spec["preset"], spec["splits"], spec["seed"], out, workers=workers, progress=progress)
+    orbits.simulate(spec["preset"], spec["splits"], spec["seed"], out, workers=workers, progress=progress,
+                    overrides=spec.get("overrides"))
     return {"path": str(out)}
 
 
@@ -133,7 +134,7 @@ def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: b
 def oracle(data: Path, out: Path, spec: dict) -> dict:
     from orbitlaw.discovery.oracle import OracleConfig, run_oracle
 
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps")
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps", "window_end")
     result = run_oracle(OracleConfig(oracle=spec.get("oracle", "knn"), data=str(data), out=str(out),
                                      context=spec.get("context"), **{k: spec[k] for k in keep if k in spec}))
     return {"metrics": result["metrics"], "out": str(out)}
