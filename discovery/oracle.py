@@ -27,6 +27,7 @@ import numpy as np
 
 from orbitlaw import orbits
 from orbitlaw.discovery import probe_data
+from orbitlaw.models.gpt import WINDOW_ENDS
 
 ORACLES = ("knn", "true-law", "knn-window", "mlp-window")
 
@@ -61,8 +62,8 @@ class OracleConfig:
             raise ValueError(f"--context must be >= 2, got {self.context}")
         if self.window_steps < 1:
             raise ValueError(f"--window-steps must be >= 1, got {self.window_steps}")
-        if self.window_end not in ("planet", "step"):
-            raise ValueError(f"unknown --window-end {self.window_end!r}; choose planet or step")
+        if self.window_end not in WINDOW_ENDS:
+            raise ValueError(f"unknown --window-end {self.window_end!r}; choose {' or '.join(WINDOW_ENDS)}")
         if self.window_end != "planet" and not self.oracle.endswith("-window"):
             raise ValueError(f"--window-end is for the window oracles; --oracle {self.oracle} reads the true state")
         if self.neighbors < 1:

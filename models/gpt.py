@@ -88,7 +88,7 @@ class GPTConfig:
         if self.window_loss not in WINDOW_LOSSES:
             raise ValueError(f"unknown window loss {self.window_loss!r}; choose {' or '.join(WINDOW_LOSSES)}")
         if (self.window_end, self.window_loss) != ("planet", "all") and not (self.regression and self.chunk):
-            raise ValueError("window end and window loss choose how a chunked regression model is trained "
+            raise ValueError("--window-end and --window-loss choose how a chunked regression model is trained "
                              "(--chunk-steps)")
         if self.chunk is not None and not 1 <= self.chunk <= self.block_size:
             raise ValueError(f"chunk must be between 1 and block_size ({self.block_size}), got {self.chunk}")

@@ -407,10 +407,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     val_split = data.get(cfg.val_split)
     chunk = _chunk_tokens(cfg, train_split)
     overrides = {**cfg.model_overrides, **({"chunk": chunk, "block_size": chunk} if chunk else {})}
-    if (cfg.window_end, cfg.window_loss) != ("planet", "all"):
-        if not chunk:
-            raise ValueError("--window-end and --window-loss choose how a chunked model is trained (--chunk-steps)")
-        overrides.update(window_end=cfg.window_end, window_loss=cfg.window_loss)
+    overrides.update(window_end=cfg.window_end, window_loss=cfg.window_loss)  # GPTConfig.validate checks them
     if cfg.pos is not None:
         overrides["pos"] = cfg.pos
     mcfg = model_config(cfg.preset, cfg.attention, arch=cfg.arch, p=cfg.p, window=cfg.window, **overrides)
