@@ -60,8 +60,10 @@ def configurations(spec: dict) -> list[dict]:
     return rows
 
 
-def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = "none") -> list[dict]:
-    """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows."""
+def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = "none",
+                 only: set[str] | None = None) -> list[dict]:
+    """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows.
+    ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``)."""
     data = {}
     for name in ("pretrain", "probe"):
         dspec = spec["data"][name]
@@ -73,6 +75,8 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     rows = []
     for conf in configurations(spec):
         name = conf["name"]
+        if only is not None and name not in only:
+            continue
         run = study.path("controls", "runs", name)
         train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
         study.stage(f"controls:train:{name}", train_spec, [run],
@@ -98,6 +102,8 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
                      "predictions": str(pdir / "predictions.csv"), "law": law})
     keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
     for name, (oracle, window) in ORACLES.items():
+        if only is not None and name not in only:
+            continue
         odir = study.path("controls", "oracles", name)
         ospec = {"oracle": oracle, "window_steps": window or 3, **{k: probe_spec[k] for k in keep if k in probe_spec}}
         if window:  # the fair oracles read the window where the models' windows end
