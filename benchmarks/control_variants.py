@@ -1,6 +1,6 @@
 """Design changes to the positive control, measured through exactly the controls study's stages.
 
-    python benchmarks/control_variants.py --variant wide --out DIR [--result FILE.json]
+    python benchmarks/control_variants.py --variant wide --out DIR [--seeds 0,1,2] [--result FILE.json]
 
 Each variant changes the ``controls`` preset's spec in one named way, chosen from a measured cause before it
 is run, and runs the positive control's training seeds (``W3-s<k>``) through the same train, fine-tuned
@@ -53,9 +53,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variant", required=True, choices=sorted(VARIANTS))
     ap.add_argument("--out", required=True, help="study directory (resumable)")
+    ap.add_argument("--seeds", default=None, help="training seeds, comma-separated (default: the preset's)")
     ap.add_argument("--result", default=None, help="default: benchmarks/results/control_variant_<variant>.json")
     args = ap.parse_args()
     spec = variant_spec(args.variant)
+    if args.seeds is not None:
+        spec["seeds"] = [int(s) for s in args.seeds.split(",")]
     positive = {c["name"] for c in configurations(spec) if "-s" in c["name"]}
     start = time.perf_counter()
     study = stages.Study(args.out, progress=False)

@@ -225,6 +225,18 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     assert (out / results["figures"]["controls_forces"]).stat().st_size > 5_000
 
 
+def test_run_controls_runs_only_the_named_configurations(tmp_path):
+    from orbitlaw.study import presets, stages
+    from orbitlaw.study.controls import run_controls
+
+    study = stages.Study(tmp_path / "study", progress=False)
+    rows = run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W1", "knn-W3"})
+    assert [r["name"] for r in rows] == ["W1", "knn-W3"]
+    assert [p.name for p in study.path("controls", "runs").iterdir()] == ["W1"]
+    assert [p.name for p in study.path("controls", "oracles").iterdir()] == ["knn-W3"]
+    assert all(r["law"] and r["verdict"] for r in rows)
+
+
 def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(data, tmp_path):
     pre, _ = data
     train(_config(pre, tmp_path / "run", max_steps=3), progress=False)
