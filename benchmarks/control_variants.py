@@ -12,7 +12,7 @@ Variants (``VARIANTS``):
 
 - ``wide``: the regression GPT at width 128 with 4 heads (2 layers, about 400k parameters) and lr 1e-3 (the
   usual rate at that width), instead of width 32, one head, lr 3e-3. Cause: the width-32 control's
-  validation MSE of the planet's next position is 2.3-3.5e-3 AU^2 (about 0.05 AU RMS, a few per cent of a
+  validation MSE of the planet's next position is 2.2-3.5e-3 AU^2 (about 0.05 AU RMS, a few per cent of a
   step's curvature), where three exact positions of both bodies determine the next one, and its best
   linear probe reads the planet's acceleration at R^2 0.91 and ln m1, ln m2 at 0.18-0.40: under-fitted.
 - ``wide-probe-lr``: ``wide`` with the fine-tuned probe at lr 3e-4 instead of 1e-3 (run into the same
