@@ -235,6 +235,8 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
     assert [p.name for p in study.path("controls", "runs").iterdir()] == ["W1"]
     assert [p.name for p in study.path("controls", "oracles").iterdir()] == ["knn-W3"]
     assert all(r["law"] and r["verdict"] for r in rows)
+    with pytest.raises(ValueError, match="unknown control configuration W7"):
+        run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W7"})
 
 
 def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(data, tmp_path):

@@ -64,6 +64,9 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
                  only: set[str] | None = None) -> list[dict]:
     """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows.
     ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``)."""
+    unknown = sorted(set(only or ()) - {c["name"] for c in configurations(spec)} - set(ORACLES))
+    if unknown:
+        raise ValueError(f"unknown control configuration {', '.join(unknown)}")
     data = {}
     for name in ("pretrain", "probe"):
         dspec = spec["data"][name]
