@@ -30,22 +30,20 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.linear_probe import hidden_features, ridge_r2, sample_rows
-from orbitlaw.discovery.oracle import window_features
+from orbitlaw.discovery.linear_probe import hidden_features, probe_rows, ridge_r2
+from orbitlaw.discovery.oracle import window_features, window_mlp
 from orbitlaw.models.evaluate import load_run
-from orbitlaw.models.train import token_offset
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def mlp_r2(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, seed: int) -> float:
     """Held-out R^2 of the fair MLP oracle's regressor fitted on (X_train, y_train)."""
     from sklearn.metrics import r2_score
-    from sklearn.neural_network import MLPRegressor
     from sklearn.preprocessing import StandardScaler
 
     scaler = StandardScaler().fit(X_train)
-    mlp = MLPRegressor(hidden_layer_sizes=(64, 64), early_stopping=True, max_iter=300, random_state=seed)
-    return float(r2_score(y_test, mlp.fit(scaler.transform(X_train), y_train).predict(scaler.transform(X_test))))
+    fitted = window_mlp(seed).fit(scaler.transform(X_train), y_train)
+    return float(r2_score(y_test, fitted.predict(scaler.transform(X_test))))
 
 
 def readouts(run: str, data: str, train_sequences: int, heldout_sequences: int, per_sequence: int,
@@ -58,10 +56,7 @@ def readouts(run: str, data: str, train_sequences: int, heldout_sequences: int, 
     window = int(run_config["train"]["chunk_steps"])
     plan = probe_data.default_plan(len(split), train_sequences, heldout_sequences, 0, seed)
     parts = {}
-    for name, seqs in (("train", np.arange(plan.train_sequences)),
-                       ("heldout", plan.train_sequences + np.arange(plan.heldout_sequences))):
-        rows = sample_rows(probe_data.planet_rows(split, seqs, context + token_offset(model.config),
-                                                  model.config.window_end), per_sequence, seed)
+    for name, rows in probe_rows(split, plan, model.config, context, len(split), per_sequence, seed).items():
         states = hidden_features(model, split, rows, context, 32, "cpu")
         parts[name] = {"state_last": states[-1], "state_all": np.concatenate(list(states), axis=1),
                        "window": window_features(split, rows, window), "y": np.log(rows["F_true"])}

@@ -73,14 +73,9 @@ def main() -> None:
                                                  "code_version": code_version()})
     rows = run_controls(study, spec, workers=1, progress=False, only=positive)
     keep = ("name", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
-            "linear_probe_r2_accel", "newtonian", "verdict", "newtonian_seeds")
-    out_rows = []
-    for row in rows:
-        trained = json.loads((study.path("stages") / f"controls__train__{row['name']}.json").read_text())["result"]
-        law = row["law"] or {}
-        out_rows.append({**{k: row[k] for k in keep}, "val_loss": trained["val_loss"],
-                         "law": {k: law.get(k) for k in ("expression", "seeds_agreeing", "seeds", "power_law",
-                                                         "newton_departure", "fitted_exponents")}})
+            "linear_probe_r2_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
+    laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
+    out_rows = [{**{k: row[k] for k in keep}, "law": {k: (row["law"] or {}).get(k) for k in laws}} for row in rows]
     doc = {"benchmark": "control_variants", "variant": args.variant, "change": VARIANTS[args.variant],
            "positive_control_newtonian_training_seeds": f"{sum(r['newtonian'] for r in out_rows)}/{len(out_rows)}",
            "this_invocation_seconds": round(time.perf_counter() - start, 1), "rows": out_rows, "config": spec,

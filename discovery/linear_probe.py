@@ -94,6 +94,18 @@ def sample_rows(rows: dict, per_sequence: int, seed: int) -> dict:
     return {k: v[keep] for k, v in rows.items()}
 
 
+def probe_rows(split, plan, model_config, context: int, sequences: int, per_sequence: int, seed: int
+               ) -> dict[str, dict]:
+    """The probes' rows, ``{"train": rows, "heldout": rows}``: at most ``per_sequence`` random planet steps
+    (read at the model's window end) of each of the first ``sequences`` training and held-out sequences of
+    ``plan``, so held out by system."""
+    train = np.arange(min(sequences, plan.train_sequences))
+    held = plan.train_sequences + np.arange(min(sequences, plan.heldout_sequences))
+    return {name: sample_rows(probe_data.planet_rows(split, seqs, context + token_offset(model_config),
+                                                     model_config.window_end), per_sequence, seed)
+            for name, seqs in (("train", train), ("heldout", held))}
+
+
 @torch.no_grad()
 def hidden_features(model, split, rows: dict, context: int, batch: int, device) -> np.ndarray:
     """(n_layer + 1, rows, d_model) float32 hidden states at each row's planet token."""
@@ -141,13 +153,9 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, 0, cfg.seed)
     if plan.train_sequences < 1:
         raise ValueError("linear probes need at least one training sequence")
-    train = np.arange(min(cfg.sequences, plan.train_sequences))
-    held = plan.train_sequences + np.arange(min(cfg.sequences, plan.heldout_sequences))
     parts = {}
-    for name, seqs in (("train", train), ("heldout", held)):
-        rows = sample_rows(probe_data.planet_rows(split, seqs, context + token_offset(model.config),
-                                                  model.config.window_end),
-                           cfg.steps_per_sequence, cfg.seed)
+    for name, rows in probe_rows(split, plan, model.config, context, cfg.sequences, cfg.steps_per_sequence,
+                                 cfg.seed).items():
         if len(rows["sequence"]) < 2:
             raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")
         targets = target_columns(rows, split)

@@ -117,11 +117,17 @@ def window_features(split, rows: dict, window_steps: int) -> np.ndarray:
     return cont[inverse[:, None], idx].reshape(len(idx), 2 * L)
 
 
+def window_mlp(seed: int):
+    """The MLP oracle's (unfitted) regressor: sklearn, 64 x 64, early stopping, on standardised inputs."""
+    from sklearn.neural_network import MLPRegressor
+
+    return MLPRegressor(hidden_layer_sizes=(64, 64), early_stopping=True, max_iter=300, random_state=seed)
+
+
 def fit_predict_window(X: np.ndarray, rows: dict, target: str, oracle: str, neighbors: int, seed: int
                        ) -> np.ndarray:
     """Fit k-NN or an MLP on the labelled rows of features X; predict every row (|F| or F, M_sun AU/yr^2)."""
     from sklearn.neighbors import KNeighborsRegressor
-    from sklearn.neural_network import MLPRegressor
     from sklearn.preprocessing import StandardScaler
 
     lab = rows["labelled"]
@@ -131,8 +137,7 @@ def fit_predict_window(X: np.ndarray, rows: dict, target: str, oracle: str, neig
         model = KNeighborsRegressor(n_neighbors=min(neighbors, int(lab.sum()))).fit(scaler.transform(X[lab]), y)
         return model.predict(scaler.transform(X))
     z = np.log(y) if target == "force-magnitude" else y / np.sqrt(np.mean(y**2))
-    mlp = MLPRegressor(hidden_layer_sizes=(64, 64), early_stopping=True, max_iter=300, random_state=seed)
-    pred = mlp.fit(scaler.transform(X[lab]), z).predict(scaler.transform(X))
+    pred = window_mlp(seed).fit(scaler.transform(X[lab]), z).predict(scaler.transform(X))
     return np.exp(pred) if target == "force-magnitude" else pred * np.sqrt(np.mean(y**2))
 
 

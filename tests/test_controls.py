@@ -235,6 +235,7 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
     assert [p.name for p in study.path("controls", "runs").iterdir()] == ["W1"]
     assert [p.name for p in study.path("controls", "oracles").iterdir()] == ["knn-W3"]
     assert all(r["law"] and r["verdict"] for r in rows)
+    assert rows[0]["val_loss"] > 0 and rows[1]["val_loss"] is None  # a model's last validation loss; none for an oracle
     with pytest.raises(ValueError, match="unknown control configuration W7"):
         run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W7"})
 

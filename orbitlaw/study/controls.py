@@ -30,7 +30,8 @@ Configurations (``CONFIGURATIONS``):
 Each row: ``name``, ``window`` (steps; None for whole sequences), ``kind`` (model or oracle), ``probe_r2``
 and ``probe_r2_log`` (held-out |F| and ln|F|), ``linear_probe_r2`` (best layer, |F|) and
 ``linear_probe_r2_log`` (ln|F|) with ``linear_probe_r2_accel`` (the planet's acceleration, mean of x and y),
-and ``law`` (the verdict fields of its LAW.json).
+``val_loss`` (the model's last validation loss; None for an oracle) and ``law`` (the verdict fields of its
+LAW.json).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
             continue
         run = study.path("controls", "runs", name)
         train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
-        study.stage(f"controls:train:{name}", train_spec, [run],
+        trained = study.stage(f"controls:train:{name}", train_spec, [run],
                     lambda c=conf, r=run: stages.train(data["pretrain"], r, "softmax", c["train"], progress,
                                                              log_to=log_to))
         pdir = study.path("controls", "probes", name)
@@ -102,7 +103,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
                      "linear_probe_r2": best["force_magnitude"]["r2"],
                      "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
                      "linear_probe_r2_accel": _mean(best.get("accel_x"), best.get("accel_y")),
-                     "predictions": str(pdir / "predictions.csv"), "law": law})
+                     "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law})
     keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
     for name, (oracle, window) in ORACLES.items():
         if only is not None and name not in only:
@@ -117,7 +118,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         held = result["metrics"]["heldout_unlabelled"]
         rows.append({"name": name, "kind": "oracle", "window": window, "probe_r2": held.get("r2"),
                      "probe_r2_log": held.get("r2_log"), "linear_probe_r2": None, "linear_probe_r2_log": None,
-                     "linear_probe_r2_accel": None, "predictions": str(odir / "predictions.csv"),
+                     "linear_probe_r2_accel": None, "val_loss": None, "predictions": str(odir / "predictions.csv"),
                      "law": _law(study, name, okey, odir, spec, workers, progress)})
     for row in rows:
         law = row["law"] or {}
