@@ -8,7 +8,9 @@ probe, linear probes and symbolic regression as ``orbitlaw run --preset controls
 resumable study directory, so a rerun only rebuilds the JSON). The verdict, its tolerance and the data are
 the preset's, never a variant's.
 
-Variants (``VARIANTS``):
+Variants (``VARIANTS``). The first three were measured against the preset of commit 93c4bf1, whose probe
+fine-tuned at a constant lr for 1,000 steps (each result JSON records its whole spec); the preset now
+fine-tunes with a cosine decay over 3,000 steps, which the ``probe-*`` variants measure against:
 
 - ``wide``: the regression GPT at width 128 with 4 heads (2 layers, about 400k parameters) and lr 1e-3 (the
   usual rate at that width), instead of width 32, one head, lr 3e-3. Cause: the width-32 control's
@@ -23,6 +25,11 @@ Variants (``VARIANTS``):
   instead of 0.02 AU). Cause: with noisy inputs the best prediction shrinks the curvature, and so each
   mass, toward the prior mean (three positions with 0.02 AU noise give the planet's curvature to 2-12%
   at 1.0-0.4 rad a step), which is the fitted exponents' pattern (m1 0.77, m2 0.86, r -1.39).
+- ``probe-previous``: the preset's probe as it was at 93c4bf1, a constant lr for 1,000 steps. Cause of the
+  change away from it: that fine-tune fits its own training labels no better than the held-out ones
+  (R^2 ln|F| 0.861 and 0.860 for W3-s0): it is under-trained, not over-fitted.
+- ``probe-constant-3k``: a constant lr for 3,000 steps (more steps alone).
+- ``probe-cosine-1k``: the cosine decay over the previous 1,000 steps (the schedule alone).
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ VARIANTS = {
     "wide-probe-lr": {"train": {"model_overrides": {"n_embd": 128, "n_head": 4}, "lr": 1e-3},
                       "probe": {"lr": 3e-4}},
     "no-noise": {"train": {"input_noise": 0.0}},
+    "probe-previous": {"probe": {"schedule": "constant", "steps": 1000, "checkpoint_every": 250}},
+    "probe-constant-3k": {"probe": {"schedule": "constant", "steps": 3000, "checkpoint_every": 750}},
+    "probe-cosine-1k": {"probe": {"schedule": "cosine", "steps": 1000, "checkpoint_every": 250}},
 }
 
 

@@ -9,7 +9,9 @@
   (k = ``neighbors``) or an MLP (two hidden layers of 64, scikit-learn, early stopping; |F| learned as
   ln|F|) on exactly the raw positions a model trained on chunks of W = ``window_steps`` steps reads at the
   row: the W (N + 1) body positions (AU) ending at the planet's token (the first positions of a sequence
-  repeat its first position), standardised on the labels. They say what those positions can tell.
+  repeat its first position), standardised on the labels. They say what those positions can tell. As for
+  a chunked model, ``near_train`` (the symbolic regression's rows) picks only rows that see a whole window
+  (:func:`orbitlaw.discovery.probe_data.full_window`).
 - ``true-law``: Newton's law itself, F = G m1 m2 / r^2 along the planet-star line, G = 4 pi^2
   AU^3 M_sun^-1 yr^-2. Exact on two-body data (R^2 = 1 up to rounding); on nbody data it misses the
   planets' mutual pulls.
@@ -153,12 +155,14 @@ def run_oracle(cfg: OracleConfig) -> dict:
     rows = probe_data.build_rows(split, plan, context, cfg.protocol, cfg.window_end)  # the protocol's label draw
     settings.update(plan=asdict(plan), context=context)
     probe_data.check_out(Path(cfg.out), settings)
+    eligible = None  # the state oracles read every row whole
     if cfg.oracle == "true-law":
         pred = true_law(rows, cfg.target)
     elif cfg.oracle == "knn":
         pred = knn(rows, cfg.target, cfg.neighbors)
     else:
-        pred = fit_predict_window(window_features(split, rows, cfg.window_steps), rows, cfg.target, cfg.oracle,
-                                  cfg.neighbors, cfg.seed)
+        X = window_features(split, rows, cfg.window_steps)
+        pred = fit_predict_window(X, rows, cfg.target, cfg.oracle, cfg.neighbors, cfg.seed)
+        eligible = probe_data.full_window(rows, X.shape[1] // 2, offset=1)  # continuous index token - 1
     return probe_data.write_result(Path(cfg.out), split, rows, pred, cfg.target, cfg.oracle, settings,
-                                   near_k=cfg.near_train)
+                                   near_k=cfg.near_train, eligible=eligible)

@@ -4,8 +4,10 @@ the gravitational force on each planet from a few labels, then read its predicti
 Adaptation: load the pretrained run, drop its 2 x vocab token head, put a fresh linear head d_model -> 1
 (|F|) or -> 2 (F_x, F_y) on the final LayerNorm, and fine-tune the whole model with masked MSE on the
 labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip 1.0, constant lr;
-reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). Label alignment and the label
-split are described in :mod:`orbitlaw.discovery.probe_data`.
+reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). ``schedule="cosine"`` instead
+decays the lr from its value to 0 over the steps (:func:`orbitlaw.models.loop.scheduled_lr`), which ends a
+short fine-tune much closer to its optimum (``benchmarks/control_variants.py``, the ``probe-*`` variants).
+Label alignment and the label split are described in :mod:`orbitlaw.discovery.probe_data`.
 
 Protocols (``ProbeConfig.protocol``) fix what the head learns from which labels; the budget (steps,
 batch, lr) is free under both and defaults to the reference's:
@@ -52,7 +54,7 @@ from orbitlaw.discovery.probe_data import nearest_to_training
 from orbitlaw.models import checkpoint
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.models.gpt import GPT
-from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast
+from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
 from orbitlaw.models.train import batch_indices, check_vocab, read_sequences, token_offset
 
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
@@ -79,6 +81,7 @@ class ProbeConfig:
     steps: int = 10000
     batch: int = 64
     lr: float | None = None
+    schedule: str = "constant"
     weight_decay: float = 0.1
     grad_clip: float = 1.0
     train_sequences: int | None = None
@@ -109,6 +112,8 @@ class ProbeConfig:
         for name in ("steps", "batch", "checkpoint_every", "eval_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown lr schedule {self.schedule!r}; choose {' or '.join(SCHEDULES)}")
         if self.lr is not None and not self.lr > 0:
             raise ValueError(f"--lr must be > 0, got {self.lr}")
         if self.eval_train_sequences < 0 or self.near_train < 0:
@@ -340,6 +345,8 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             loss.backward()
             if cfg.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            for group in optimizer.param_groups:
+                group["lr"] = scheduled_lr(settings["lr"], step, cfg.steps, cfg.schedule)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
@@ -371,5 +378,6 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
              "alignment": "hidden state at the planet token of step t (position 1 + t (N + 1) + j) predicts the "
                           "force on planet j at step t"}
     return probe_data.write_result(out, split, rows, pred, cfg.target, "finetune", settings, extra,
-                                   near_k=cfg.near_train)
+                                   near_k=cfg.near_train,
+                                   eligible=probe_data.full_window(rows, gpt.config.chunk, offset))
 

@@ -333,9 +333,10 @@ def check_out(out: Path, settings: dict) -> None:
 
 def same_settings(old: dict, new: dict) -> bool:
     """Whether recorded settings ``old`` equal ``new``; a result written before the fine-tune recorded its
-    ``protocol`` was an ``orbitlaw`` one."""
-    if "protocol" in new and "protocol" not in old:
-        old = {**old, "protocol": "orbitlaw"}
+    ``protocol`` (or its lr ``schedule``) was an ``orbitlaw`` one (at a constant lr)."""
+    for key, before in (("protocol", "orbitlaw"), ("schedule", "constant")):
+        if key in new and key not in old:
+            old = {**old, key: before}
     return old == new
 
 
@@ -357,11 +358,23 @@ def write_csv_atomic(path: Path, columns: dict[str, np.ndarray]) -> None:
             f.write("".join(",".join(r) + "\n" for r in zip(*(t[i:i + 65536] for t in texts), strict=True)))
 
 
+def full_window(rows: dict, window: int | None, offset: int) -> np.ndarray:
+    """Boolean mask (rows,): the rows whose reader sees a whole window of ``window`` positions (a chunked
+    model, or a window oracle; None: every row). Input position ``token - offset`` reads positions
+    ``token - offset - window + 1 ..``, so the first ``window - 1`` positions read only a prefix: at a planet
+    step before the W-th of a W-step window no reader can see the curvature that gives the masses, and a
+    chunked model was never trained to predict there."""
+    if window is None:
+        return np.ones(len(rows["token"]), bool)
+    return np.asarray(rows["token"]) - offset >= window - 1
+
+
 def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, kind: str, settings: dict,
-                 extra: dict | None = None, near_k: int = 5000) -> dict:
+                 extra: dict | None = None, near_k: int = 5000, eligible: np.ndarray | None = None) -> dict:
     """Write ``out/predictions.csv`` (the held-out rows), ``out/metrics.json`` and, for force vectors on
     the solar-system preset, ``out/force_arrows.png``. ``pred`` is (rows,) or (rows, 2) in M_sun AU/yr^2,
-    NaN where a row was not predicted. Returns the metrics dict."""
+    NaN where a row was not predicted. ``eligible`` (rows,): the rows ``near_train`` (the symbolic
+    regression's rows) may pick from (:func:`full_window`; default every row). Returns the metrics dict."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     true = true_forces(rows, target)
@@ -369,9 +382,10 @@ def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, ki
     held, lab = rows["heldout"], rows["labelled"]
     test = held & ~lab
     train_ref = lab & ~held if (lab & ~held).any() else lab
-    near = nearest_to_training(states(rows, test), states(rows, train_ref), near_k)
+    pool = test if eligible is None else test & eligible
+    near = nearest_to_training(states(rows, pool), states(rows, train_ref), near_k)
     near_col = np.zeros(len(held), bool)
-    near_col[np.flatnonzero(test)] = near
+    near_col[np.flatnonzero(pool)] = near
 
     def score(mask):
         mask = mask & predicted

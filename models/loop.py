@@ -1,9 +1,10 @@
 """What every optimisation loop of the toolkit shares (pretraining in ``orbitlaw.models.train``, the force probe's
-fine-tune in ``orbitlaw.discovery.probe``): the forward precision, the AdamW parameter groups, and stopping on a
-signal with a checkpoint saved."""
+fine-tune in ``orbitlaw.discovery.probe``): the forward precision, the AdamW parameter groups, the learning-rate
+schedule, and stopping on a signal with a checkpoint saved."""
 
 from __future__ import annotations
 
+import math
 import signal
 
 import torch
@@ -34,6 +35,23 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.
     groups = [{"params": [p for p, d in zip(params, decayed, strict=True) if d], "weight_decay": weight_decay},
               {"params": [p for p, d in zip(params, decayed, strict=True) if not d], "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), fused=device is not None and device.type == "cuda")
+
+
+SCHEDULES = ("constant", "cosine")
+
+
+def scheduled_lr(lr: float, step: int, total_steps: int, schedule: str = "constant", warmup_steps: int = 0,
+                 min_lr: float = 0.0) -> float:
+    """The learning rate of optimiser step ``step`` (0-based) of ``total_steps``: a linear warmup over the
+    first ``warmup_steps``, then ``lr`` (``"constant"``) or a cosine from ``lr`` that would reach ``min_lr`` at
+    step ``total_steps`` (``"cosine"``; the last step taken, ``total_steps - 1``, is one short of it). Shared by
+    pretraining and the fine-tuned force probe."""
+    if step < warmup_steps:
+        return lr * (step + 1) / warmup_steps
+    if schedule == "constant":
+        return lr
+    progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+    return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (lr - min_lr)
 
 
 class StopOnSignal:

@@ -32,7 +32,7 @@ import torch
 from orbitlaw import orbits
 from orbitlaw.models import checkpoint
 from orbitlaw.models.gpt import GPT, GPTConfig
-from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast
+from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
 from orbitlaw.models.presets import model_config
 from orbitlaw.models.tracking import Tracker, check_tracker, open_tracker
 from orbitlaw.orbits.provenance import OutputLock, atomic_path, code_version, dependency_versions, write_text_atomic
@@ -91,8 +91,8 @@ class TrainConfig:
             raise ValueError(f"--attention and --window choose the gpt arch's attention; a {self.arch} model has none")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose {' or '.join(PRECISIONS)}")
-        if self.schedule not in ("constant", "cosine"):
-            raise ValueError(f"unknown lr schedule {self.schedule!r}; choose constant or cosine")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown lr schedule {self.schedule!r}; choose {' or '.join(SCHEDULES)}")
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
         for name in ("max_steps", "checkpoint_every", "eval_every", "log_every", "batch_size"):
@@ -262,12 +262,7 @@ def make_optimizer(model: GPT, cfg: TrainConfig, device) -> torch.optim.AdamW:
 
 
 def learning_rate(cfg: TrainConfig, step: int) -> float:
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    if cfg.schedule == "constant":
-        return cfg.lr
-    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
-    return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+    return scheduled_lr(cfg.lr, step, cfg.max_steps, cfg.schedule, cfg.warmup_steps, cfg.min_lr)
 
 
 def rng_state() -> dict:

@@ -37,6 +37,14 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True, timeout=600)
 
 
+def _assert_near_train_from_step(predictions, first):
+    """near_train (at most 5,000 rows: here all it may pick) holds exactly the unlabelled held-out rows from
+    planet step ``first`` on, the first whose window is whole."""
+    csv = np.genfromtxt(predictions, delimiter=",", names=True, dtype=None, encoding=None)
+    near, labelled = (np.asarray(csv[c]).astype(str) == "True" for c in ("near_train", "labelled"))
+    np.testing.assert_array_equal(near, ~labelled & (csv["step"] >= first))
+
+
 def test_binary_preset_draws_both_masses_and_resolves_the_orbit(tmp_path):
     split = orbits.load_dataset(orbits.simulate("binary", {"train": 300}, 4, tmp_path / "d", progress=False))["train"]
     m = np.asarray(split.masses)
@@ -112,6 +120,7 @@ def test_probes_and_discover_accept_a_chunked_regression_run(data, tmp_path):
     assert out.returncode == 0, out.stderr
     metrics = json.loads((tmp_path / "p" / "metrics.json").read_text())
     assert metrics["counts"]["heldout_unlabelled"] == 12 * 20 - 24  # every planet step of 20, 2 labels each
+    _assert_near_train_from_step(tmp_path / "p" / "predictions.csv", 3)  # ending at planet t: star t-3 .. planet t
     assert np.isfinite(metrics["metrics"]["heldout_unlabelled"]["r2_log"])
     out = _cli("probe", "--linear", "--run", str(tmp_path / "run"), "--data", str(probe), "--out",
                str(tmp_path / "lin"), *plan, "--quiet")
@@ -190,6 +199,9 @@ def test_probes_read_a_step_end_run_at_the_star_token(data, tmp_path):
     assert out.returncode == 0, out.stderr
     csv = np.genfromtxt(tmp_path / "p" / "predictions.csv", delimiter=",", names=True)
     assert len(csv) == 12 * 19  # every held-out step but the last, whose star token has no next position
+    # the symbolic regression's rows (near_train, here every eligible one) see a whole window: W = 3 steps
+    # ending at the star of step t need steps t-2 .. t
+    _assert_near_train_from_step(tmp_path / "p" / "predictions.csv", 2)
     out = _cli("probe", "--linear", "--run", str(tmp_path / "run"), "--data", str(probe), "--out",
                str(tmp_path / "lin"), *plan, "--quiet")
     assert out.returncode == 0, out.stderr
@@ -198,6 +210,7 @@ def test_probes_read_a_step_end_run_at_the_star_token(data, tmp_path):
     result = run_oracle(OracleConfig(oracle="knn-window", data=str(probe), out=str(tmp_path / "o"),
                                      train_sequences=12, heldout_sequences=12, window_steps=3, window_end="step"))
     assert np.isfinite(result["metrics"]["heldout_unlabelled"]["r2"])
+    _assert_near_train_from_step(tmp_path / "o" / "predictions.csv", 2)  # the fair oracle: the same rows
     out = _cli("probe", "--run", str(tmp_path / "run"), "--data", str(probe), "--out", str(tmp_path / "bad"),
                "--window-end", "step", "--quiet")
     assert out.returncode != 0 and "--window-end" in out.stderr and not (tmp_path / "bad").exists()

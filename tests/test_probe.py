@@ -17,7 +17,7 @@ from orbitlaw.cli import main
 from orbitlaw.discovery import probe_data
 from orbitlaw.discovery.linear_probe import LinearProbeConfig, linear_probes
 from orbitlaw.discovery.oracle import OracleConfig, run_oracle
-from orbitlaw.discovery.probe import ForceProbe, ForceScaling, dense_targets, masked_mse, sequence_mse
+from orbitlaw.discovery.probe import ForceProbe, ForceScaling, ProbeConfig, dense_targets, masked_mse, sequence_mse
 from orbitlaw.models import build_model, checkpoint
 from orbitlaw.models.evaluate import load_run
 
@@ -258,12 +258,15 @@ def test_reference_protocol_runs_end_to_end_and_records_itself(env, tmp_path, ca
     # results written before the protocol was recorded read as orbitlaw ones
     assert probe_data.same_settings({"seed": 0}, {"seed": 0, "protocol": "orbitlaw"})
     assert not probe_data.same_settings({"seed": 0}, {"seed": 0, "protocol": "reference"})
+    # ... and those written before the schedule was recorded as constant-lr ones
+    assert probe_data.same_settings({"seed": 0}, {"seed": 0, "schedule": "constant"})
+    assert not probe_data.same_settings({"seed": 0}, {"seed": 0, "schedule": "cosine"})
 
 
 def test_killed_probe_resumes_to_the_uninterrupted_result(env, tmp_path):
     def args(out):
         return ["--run", env["run"], "--data", env["data"], "--out", out, "--steps", 40, "--batch", 8,
-                "--checkpoint-every", 5, "--seed", 2, "--target", "force-vector"]
+                "--checkpoint-every", 5, "--seed", 2, "--target", "force-vector", "--schedule", "cosine"]
 
     assert _cli(*args(tmp_path / "ref")) == 0
     out = tmp_path / "killed"
@@ -283,6 +286,7 @@ def test_killed_probe_resumes_to_the_uninterrupted_result(env, tmp_path):
             assert proc.returncode == 128 + signal.SIGTERM and "resume" in err
     assert _cli(*args(out)) == 0
     assert (out / "predictions.csv").read_bytes() == (tmp_path / "ref" / "predictions.csv").read_bytes()
+    assert json.loads((out / "metrics.json").read_text())["settings"]["schedule"] == "cosine"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -345,6 +349,8 @@ def test_bad_input_gives_one_line_errors_and_writes_nothing(env, tmp_path, capsy
         (["--data", env["data"]], "--run RUN is required"),
         (["--oracle", "knn", "--data", env["data"], "--labels-per-sequence", 3, "--train-sequences", 5], "combine"),
     ]
+    with pytest.raises(ValueError, match="unknown lr schedule 'linear'; choose constant or cosine"):
+        ProbeConfig(run=str(env["run"]), data=str(env["data"]), out=str(out), schedule="linear").validate()
     for args, message in cases:
         assert main(["probe", *map(str, args), "--out", str(out), "--quiet"]) == 2
         err = capsys.readouterr().err.strip()

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from orbitlaw import orbits
-from orbitlaw.models.train import TrainConfig, TrainingStopped, read_metrics, train
+from orbitlaw.models.loop import scheduled_lr
+from orbitlaw.models.train import TrainConfig, TrainingStopped, learning_rate, read_metrics, train
 
 SMALL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
 
@@ -224,3 +225,16 @@ def test_the_study_hands_torchrun_the_whole_training_configuration(data, tmp_pat
     assert config["world_size"] == 2
     for key, value in spec.items():  # nothing dropped on the way (eval_sequences was, before)
         assert config["train"][key] == value, key
+
+
+def test_lr_schedules_warm_up_then_hold_or_decay_to_their_floor():
+    """The one schedule pretraining and the probe's fine-tune share: linear warmup, then constant, or a
+    cosine reaching min_lr at step total_steps (half-way at the middle)."""
+    assert [scheduled_lr(1.0, s, 10, "constant", warmup_steps=4) for s in (0, 1, 3, 4, 9)] == [0.25, 0.5, 1.0, 1.0, 1.0]
+    cos = [scheduled_lr(1.0, s, 10, "cosine", min_lr=0.1) for s in range(11)]
+    assert cos[0] == 1.0 and cos[-1] == pytest.approx(0.1) and cos[5] == pytest.approx(0.55)
+    assert all(a > b for a, b in zip(cos, cos[1:], strict=False))
+    cfg = TrainConfig(data="d", out="o", max_steps=100, lr=1e-3, min_lr=1e-4, schedule="cosine", warmup_steps=10)
+    assert [learning_rate(cfg, s) for s in (0, 9, 10, 100)] == [
+        scheduled_lr(1e-3, s, 100, "cosine", 10, 1e-4) for s in (0, 9, 10, 100)]
+    assert learning_rate(cfg, 9) == pytest.approx(1e-3) and learning_rate(cfg, 100) == pytest.approx(1e-4)

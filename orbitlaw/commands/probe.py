@@ -33,6 +33,8 @@ def add_parser(sub) -> None:
     p.add_argument("--steps", type=int, default=10000, help="fine-tuning steps (reference 10000)")
     p.add_argument("--batch", type=int, default=64, help="sequences per step (reference 64)")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 6e-4 magnitude, 2e-4 vector)")
+    p.add_argument("--schedule", choices=("constant", "cosine"), default="constant",
+                   help="fine-tune lr schedule: constant (default, the reference's) or a cosine decay to 0")
     p.add_argument("--protocol", choices=("orbitlaw", "reference"), default="orbitlaw",
                    help="fine-tune protocol: orbitlaw (default: log-scaled target, loss averaged over all "
                    "labels, PCG64 label draw) or reference (Vafa et al.: raw |F|, loss averaged per sequence, "
@@ -122,7 +124,8 @@ def run(args) -> int:
     from orbitlaw.models.train import TrainingStopped
 
     cfg = ProbeConfig(run=args.run, data=args.data, out=args.out, target=args.target, split=args.split,
-                      steps=args.steps, batch=args.batch, lr=args.lr, train_sequences=args.train_sequences,
+                      steps=args.steps, batch=args.batch, lr=args.lr, schedule=args.schedule,
+                      train_sequences=args.train_sequences,
                       heldout_sequences=args.heldout_sequences, labels_per_heldout=args.labels_per_heldout,
                       labels_per_sequence=args.labels_per_sequence, scaling=args.scaling,
                       protocol=args.protocol, seed=args.seed,
