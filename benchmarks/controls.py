@@ -36,9 +36,9 @@ def main() -> None:
     marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]
     span = max(marks) - min(marks)
     keep = ("name", "kind", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
-            "linear_probe_r2_accel", "newtonian", "verdict", "newtonian_seeds")
-    rows = [{**{k: c[k] for k in keep}, "law": {k: c["law"].get(k) for k in
-                                                ("expression", "verdict", "seeds_agreeing", "seeds", "power_law")}}
+            "linear_probe_r2_accel", "val_loss", "newtonian", "verdict", "newtonian_seeds")
+    laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents", "newton_departure")
+    rows = [{**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws}}
             for c in results["controls"]]
     positive = [c for c in rows if c["kind"] == "model" and "-s" in c["name"]]
     doc = {"benchmark": "controls", "wall_seconds": round(span, 1), "this_invocation_seconds": round(this_run, 1),

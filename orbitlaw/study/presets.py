@@ -11,7 +11,7 @@
   N orbitlaw run --preset gpu-109m ...`` on GPUs; not run on CPU.
 - ``gpu-109m-rope``: the same with rotary positions, the variant for length extrapolation (learned
   positions cannot be evaluated past their block).
-- ``controls``: the positive and negative controls alone (:mod:`orbitlaw.study.controls`), about 25
+- ``controls``: the positive and negative controls alone (:mod:`orbitlaw.study.controls`), about 35
   minutes on 2 CPU cores. Every other preset runs the same controls beside its models (``smoke`` at toy
   size), so each report reads against them.
 
