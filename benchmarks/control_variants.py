@@ -55,6 +55,9 @@ VARIANTS = {
     "probe-previous": {"probe": {"schedule": "constant", "steps": 1000, "checkpoint_every": 250}},
     "probe-constant-3k": {"probe": {"schedule": "constant", "steps": 3000, "checkpoint_every": 750}},
     "probe-cosine-1k": {"probe": {"schedule": "cosine", "steps": 1000, "checkpoint_every": 250}},
+    "long-train": {"train": {"max_steps": 32000, "warmup_steps": 400, "eval_every": 32000, "checkpoint_every": 8000,
+                             "log_every": 1600}},
+    "force-target": {"target": "force-magnitude"},
 }
 
 
@@ -62,7 +65,7 @@ def variant_spec(name: str) -> dict:
     """The ``controls`` preset's spec with variant ``name`` applied (each part's settings updated)."""
     spec = copy.deepcopy(PRESETS["controls"]["controls"])
     for part, changes in VARIANTS[name].items():
-        spec[part] = {**spec[part], **changes}
+        spec[part] = {**spec[part], **changes} if isinstance(changes, dict) else changes
     return spec
 
 

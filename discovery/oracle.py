@@ -59,7 +59,7 @@ class OracleConfig:
         if self.oracle not in ORACLES:
             raise ValueError(f"unknown oracle {self.oracle!r}; choose one of {', '.join(ORACLES)}")
         if self.target not in probe_data.TARGETS:
-            raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
+            raise ValueError(f"unknown target {self.target!r}; choose {', '.join(probe_data.TARGETS)}")
         if self.context is not None and self.context < 2:
             raise ValueError(f"--context must be >= 2, got {self.context}")
         if self.window_steps < 1:
@@ -82,8 +82,11 @@ class OracleConfig:
 
 
 def true_law(rows: dict, target: str) -> np.ndarray:
-    """Newton's force on each row's planet from its star: (rows,) |F| or (rows, 2) F, M_sun AU/yr^2."""
+    """Newton's law for each row's planet and its star: (rows,) |F| or (rows, 2) F (M_sun AU/yr^2), or the
+    planet's (rows,) |a| = G m2 / r^2 (AU/yr^2), as ``target`` asks."""
     r = rows["r"]
+    if target == "acceleration-magnitude":
+        return orbits.G * rows["m2"] / r**2
     mag = orbits.G * rows["m1"] * rows["m2"] / r**2
     if target == "force-magnitude":
         return mag
@@ -98,7 +101,7 @@ def knn(rows: dict, target: str, neighbors: int = 2) -> np.ndarray:
     lab = rows["labelled"]
     X = probe_data.states(rows)
     scaler = StandardScaler().fit(X[lab])
-    y = probe_data.true_forces(rows, target)[lab]
+    y = probe_data.true_values(rows, target)[lab]
     k = min(neighbors, int(lab.sum()))
     model = KNeighborsRegressor(n_neighbors=k).fit(scaler.transform(X[lab]), y)
     return model.predict(scaler.transform(X))
@@ -134,13 +137,14 @@ def fit_predict_window(X: np.ndarray, rows: dict, target: str, oracle: str, neig
 
     lab = rows["labelled"]
     scaler = StandardScaler().fit(X[lab])
-    y = probe_data.true_forces(rows, target)[lab]
+    y = probe_data.true_values(rows, target)[lab]
     if oracle == "knn-window":
         model = KNeighborsRegressor(n_neighbors=min(neighbors, int(lab.sum()))).fit(scaler.transform(X[lab]), y)
         return model.predict(scaler.transform(X))
-    z = np.log(y) if target == "force-magnitude" else y / np.sqrt(np.mean(y**2))
+    magnitude = target in probe_data.MAGNITUDE_TARGETS
+    z = np.log(y) if magnitude else y / np.sqrt(np.mean(y**2))
     pred = window_mlp(seed).fit(scaler.transform(X[lab]), z).predict(scaler.transform(X))
-    return np.exp(pred) if target == "force-magnitude" else pred * np.sqrt(np.mean(y**2))
+    return np.exp(pred) if magnitude else pred * np.sqrt(np.mean(y**2))
 
 
 def run_oracle(cfg: OracleConfig) -> dict:

@@ -60,7 +60,7 @@ from orbitlaw.models.train import batch_indices, check_vocab, read_sequences, to
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
            "sequence_mse"]
 
-DEFAULT_LR = {"force-magnitude": 6e-4, "force-vector": 2e-4}
+DEFAULT_LR = {"force-magnitude": 6e-4, "force-vector": 2e-4, "acceleration-magnitude": 6e-4}
 SCALINGS = ("log", "linear", "raw")
 PROTOCOLS = {
     "orbitlaw": {"scaling": "log", "loss": "batch", "layout": "orbitlaw"},
@@ -100,7 +100,7 @@ class ProbeConfig:
     def validate(self) -> None:
         probe_data.resolve_device(self.device)
         if self.target not in probe_data.TARGETS:
-            raise ValueError(f"unknown target {self.target!r}; choose force-magnitude or force-vector")
+            raise ValueError(f"unknown target {self.target!r}; choose {', '.join(probe_data.TARGETS)}")
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {self.protocol!r}; choose orbitlaw or reference")
         if self.scaling is not None and self.scaling not in SCALINGS:
@@ -151,14 +151,14 @@ class ForceScaling:
     def fit(cls, target: str, mode: str, forces: np.ndarray) -> ForceScaling:
         if mode == "raw":
             return cls(target, mode)
-        mag = forces if target == "force-magnitude" else np.hypot(forces[:, 0], forces[:, 1])
+        mag = forces if target in probe_data.MAGNITUDE_TARGETS else np.hypot(forces[:, 0], forces[:, 1])
         if np.any(mag <= 0):
             raise ValueError("a labelled force is zero; cannot scale")
         if mode == "linear":
             return cls(target, mode, scale=np.sqrt(np.mean(mag**2)))
         log = np.log(mag)
         sigma = float(np.std(log)) or 1.0
-        if target == "force-magnitude":
+        if target in probe_data.MAGNITUDE_TARGETS:
             return cls(target, mode, mu=float(np.mean(log)), sigma=sigma)
         return cls(target, mode, floor=float(np.min(log)) - sigma, sigma=sigma)
 
@@ -168,7 +168,7 @@ class ForceScaling:
             z = np.array(forces, np.float64)
         elif self.mode == "linear":
             z = forces / p["scale"]
-        elif self.target == "force-magnitude":
+        elif self.target in probe_data.MAGNITUDE_TARGETS:
             z = (np.log(forces) - p["mu"]) / p["sigma"]
         else:
             mag = np.hypot(forces[:, 0], forces[:, 1])[:, None]
@@ -182,13 +182,13 @@ class ForceScaling:
             f = z.copy()
         elif self.mode == "linear":
             f = z * p["scale"]
-        elif self.target == "force-magnitude":
+        elif self.target in probe_data.MAGNITUDE_TARGETS:
             f = np.exp(z * p["sigma"] + p["mu"])
         else:
             length = np.linalg.norm(z, axis=1, keepdims=True)
             unit = np.divide(z, length, out=np.zeros_like(z), where=length > 0)
             f = unit * np.exp(length * p["sigma"] + p["floor"])
-        return f[:, 0] if self.target == "force-magnitude" else f
+        return f[:, 0] if self.target in probe_data.MAGNITUDE_TARGETS else f
 
     def to_dict(self) -> dict:
         return {"target": self.target, "mode": self.mode, **self.params}
@@ -296,9 +296,9 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     settings["plan"] = asdict(plan)
     settings["context"] = context
     lab = rows["labelled"]
-    scaling = ForceScaling.fit(cfg.target, cfg.resolved_scaling, probe_data.true_forces(rows, cfg.target)[lab])
+    scaling = ForceScaling.fit(cfg.target, cfg.resolved_scaling, probe_data.true_values(rows, cfg.target)[lab])
     loss_fn = sequence_mse if protocol["loss"] == "sequence" else masked_mse
-    z = scaling.encode(probe_data.true_forces(rows, cfg.target)[lab]).astype(np.float32)
+    z = scaling.encode(probe_data.true_values(rows, cfg.target)[lab]).astype(np.float32)
     labelled_seqs = np.unique(rows["sequence"][lab])
     targets = dense_targets(rows, z, labelled_seqs, context, offset)
 
@@ -370,7 +370,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     have = np.isin(rows["sequence"], seqs)
     zrows = scaled[np.searchsorted(seqs, rows["sequence"][have]), rows["token"][have] - offset]  # seqs sorted
     pred[have] = scaling.decode(zrows).reshape(int(have.sum()), dim)
-    pred = pred[:, 0] if cfg.target == "force-magnitude" else pred
+    pred = pred[:, 0] if cfg.target in probe_data.MAGNITUDE_TARGETS else pred
     extra = {"run": {"path": str(Path(cfg.run).resolve()), "model": run_config["model"],
                      "code_version": run_config.get("code_version")},
              "scaling": scaling.to_dict(), "protocol": {"name": cfg.protocol, **protocol}, "steps": step,

@@ -35,7 +35,21 @@ STATE_COLUMNS = ("rx", "ry", "vx", "vy", "m1", "m2")
 CSV_COLUMNS = ("sequence", "planet", "step", "t", "x", "y", "rx", "ry", "vx", "vy", "r", "m1", "m2",
                "F_true", "F_pred", "labelled", "near_train")
 VECTOR_COLUMNS = ("Fx_true", "Fy_true", "Fx_pred", "Fy_pred")
-TARGETS = ("force-magnitude", "force-vector")
+ACCELERATION_COLUMNS = ("a_true", "a_pred")
+TARGETS = ("force-magnitude", "force-vector", "acceleration-magnitude")
+MAGNITUDE_TARGETS = ("force-magnitude", "acceleration-magnitude")
+"""Targets with one value per row (the others: a 2-vector). ``acceleration-magnitude`` is the planet's
+acceleration |a| = |F| / m1 (AU/yr^2): what a model that predicts the planet's next position must compute,
+G m2 / r^2 by Newton, with no planet mass in it. Its CSV columns are ``a_true`` and ``a_pred`` instead of
+``F_true`` and ``F_pred`` (which it leaves as the true force and NaN)."""
+QUANTITY = {"force-magnitude": "force", "force-vector": "force", "acceleration-magnitude": "acceleration"}
+"""The quantity (:data:`orbitlaw.discovery.verdict.QUANTITIES`) each target's law is about."""
+
+
+def columns(target: str) -> tuple[str, str]:
+    """The CSV columns of ``target``'s true and predicted magnitude: ``("F_true", "F_pred")`` or
+    ``("a_true", "a_pred")``."""
+    return ACCELERATION_COLUMNS if target == "acceleration-magnitude" else ("F_true", "F_pred")
 LAYOUTS = ("orbitlaw", "reference")
 """How the revealed held-out steps are drawn; see :func:`assign_labels`."""
 
@@ -256,9 +270,14 @@ def states(rows: dict, mask=slice(None)) -> np.ndarray:
     return np.stack([rows[c][mask] for c in STATE_COLUMNS], axis=1)
 
 
-def true_forces(rows: dict, target: str) -> np.ndarray:
-    """(rows,) |F| for force-magnitude, (rows, 2) F for force-vector; M_sun AU/yr^2."""
-    return rows["F_true"] if target == "force-magnitude" else np.stack([rows["Fx_true"], rows["Fy_true"]], 1)
+def true_values(rows: dict, target: str) -> np.ndarray:
+    """The target's true values: (rows,) |F| for force-magnitude, (rows, 2) F for force-vector (M_sun AU/yr^2),
+    (rows,) the planet's |a| = |F| / m1 for acceleration-magnitude (AU/yr^2)."""
+    if target == "force-magnitude":
+        return rows["F_true"]
+    if target == "acceleration-magnitude":
+        return rows["F_true"] / rows["m1"]
+    return np.stack([rows["Fx_true"], rows["Fy_true"]], 1)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -372,12 +391,13 @@ def full_window(rows: dict, window: int | None, offset: int) -> np.ndarray:
 def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, kind: str, settings: dict,
                  extra: dict | None = None, near_k: int = 5000, eligible: np.ndarray | None = None) -> dict:
     """Write ``out/predictions.csv`` (the held-out rows), ``out/metrics.json`` and, for force vectors on
-    the solar-system preset, ``out/force_arrows.png``. ``pred`` is (rows,) or (rows, 2) in M_sun AU/yr^2,
-    NaN where a row was not predicted. ``eligible`` (rows,): the rows ``near_train`` (the symbolic
-    regression's rows) may pick from (:func:`full_window`; default every row). Returns the metrics dict."""
+    the solar-system preset, ``out/force_arrows.png``. ``pred`` is (rows,) or (rows, 2) in the target's units
+    (:func:`true_values`), NaN where a row was not predicted. ``eligible`` (rows,): the rows ``near_train``
+    (the symbolic regression's rows) may pick from (:func:`full_window`; default every row). Returns the
+    metrics dict."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    true = true_forces(rows, target)
+    true = true_values(rows, target)
     predicted = np.all(np.isfinite(pred.reshape(len(pred), -1)), axis=1)
     held, lab = rows["heldout"], rows["labelled"]
     test = held & ~lab
@@ -397,13 +417,17 @@ def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, ki
     if target == "force-vector":
         cols["F_pred"] = np.hypot(pred[:, 0], pred[:, 1])
         cols.update(Fx_true=rows["Fx_true"], Fy_true=rows["Fy_true"], Fx_pred=pred[:, 0], Fy_pred=pred[:, 1])
+    elif target == "acceleration-magnitude":
+        cols.update(F_pred=np.full(len(pred), np.nan), a_true=true, a_pred=pred)
     else:
         cols["F_pred"] = pred
     cols["near_train"] = near_col
     cols = {k: np.asarray(v)[held] for k, v in cols.items()}
-    cols = {k: cols[k] for k in (*CSV_COLUMNS, *(VECTOR_COLUMNS if target == "force-vector" else ()))}
+    extra_columns = {"force-vector": VECTOR_COLUMNS, "acceleration-magnitude": ACCELERATION_COLUMNS}.get(target, ())
+    cols = {k: cols[k] for k in (*CSV_COLUMNS, *extra_columns)}
     write_csv_atomic(out / "predictions.csv", cols)
-    result = {"kind": kind, "target": target, "units": {"force": "M_sun AU/yr^2", "length": "AU", "G": orbits.G},
+    result = {"kind": kind, "target": target, "columns": dict(zip(("true", "pred"), columns(target), strict=True)),
+              "units": {"force": "M_sun AU/yr^2", "acceleration": "AU/yr^2", "length": "AU", "G": orbits.G},
               "metrics": metrics, "settings": settings, "seed": settings.get("seed"),
               "counts": {"rows": int(len(held)), "labelled": int(lab.sum()), "heldout_rows": int(held.sum()),
                          "heldout_unlabelled": int(test.sum()), "near_train": int(near_col.sum())},

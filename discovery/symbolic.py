@@ -263,7 +263,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
                  points: int = 1000, restarts: int = 3, selection: str | None = None,
                  settings: SearchSettings | None = None, subset=(), workers: int = 1, progress: bool = False,
                  resume_dir: str | Path | None = None, metric: str = "auto", protocol: str = "orbitlaw",
-                 first_seed: int = 0, tolerance: float = laws.TOLERANCE) -> dict:
+                 first_seed: int = 0, tolerance: float = laws.TOLERANCE, quantity: str = "force") -> dict:
     """Run the symbolic regression and return the LAW.json dictionary.
 
     Args:
@@ -285,6 +285,9 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
             reports the simplest front member whose held-out predictions depart from the law it chose by at
             most this (:func:`law.departure` in the error metric: RMS of the log ratio for ``"log"``, of the
             difference over the mean for ``"relative"``; 0.01 is 1%). 0 (the default): an exact test.
+        quantity: what the target is, which decides Newton's form (:data:`orbitlaw.discovery.verdict.QUANTITIES`):
+            ``"force"`` on the planet (``C * m1 * m2 / r**2``) or the planet's ``"acceleration"``
+            (``C * m2 / r**2``: no planet mass).
 
     Returns keys ``expression`` (sympy string in the feature names) and ``expression_latex``, ``verdict``
     (one of :data:`orbitlaw.discovery.verdict.VERDICTS`) and ``inconclusive_reasons``, ``newtonian`` (bool: the
@@ -292,8 +295,9 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     "exponents": {feature: k}, "G_relative_error": ..., "G_relative_error_ci95": [...]}``, the last two
     for Newton's form only), ``seeds_agreeing``, ``majority``, ``newtonian_seeds``, ``error`` (on all
     rows, in ``error_metric``) and ``constant_error`` (the best constant's), ``newton_departure`` (RMS of
-    ln(law / best C * m1 * m2 / r**2 fit) on all rows; None unless the features are r, m1, m2, the metric is
-    log and the law is positive everywhere), ``fitted_exponents`` ({feature: k} of the least-squares
+    ln(law / best fit of Newton's form for ``quantity``) on all rows; None unless every feature is one of
+    r, m1, m2 and Newton's form's are among them, the metric is log and the law is positive everywhere),
+    ``fitted_exponents`` ({feature: k} of the least-squares
     (soft-L1) fit ``ln y = c + sum k ln x`` on all rows, whatever law came out: how strongly the target
     moves with each variable; a readout that carries a variable only in part shows its exponent shrunk
     toward 0; None unless every value is positive), ``per_seed``, ``pareto``, ``backend``, ``settings``, ``data``
@@ -301,6 +305,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     """
     features = list(features)
     subset = list(subset)
+    verdicts.newton_exponents(quantity)  # a ValueError naming the choices
     if seeds < 1 or points < MIN_POINTS or restarts < 1 or workers < 1 or first_seed < 0:
         raise ValueError(f"need seeds >= 1, points >= {MIN_POINTS}, restarts >= 1, workers >= 1 and a first "
                          "seed >= 0")
@@ -339,7 +344,7 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
     reference = protocol == "reference"
     config = {"protocol": protocol, "backend": backend, "seeds": seeds, "first_seed": first_seed, "points": points,
               "restarts": restarts,
-              "selection": selection, "metric": metric, "tolerance": float(tolerance),
+              "selection": selection, "metric": metric, "tolerance": float(tolerance), "quantity": quantity,
               "selected_on": "each restart's own front, best restart by score" if reference else "held-out rows",
               "power_law_screen": not reference, "search": settings.to_dict()}
     # A seed's result depends on everything but the number of seeds: more seeds later reuse these.
@@ -404,6 +409,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     symbols = placeholders(len(features))
     names = [str(s) for s in symbols]
     metric = config["metric"]
+    quantity = config.get("quantity", "force")
     locals_ = {n: s for n, s in zip(names, symbols, strict=True)}
     exprs = [expression_text.parse(r["expression"], locals_) for r in per_seed]
     forms = [laws.form(e, names) for e in exprs]
@@ -430,7 +436,8 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     for r, e in zip(per_seed, exprs, strict=True):
         power = judged(e)
         rows.append({**r, "expression": _render(e, features), "power_law": power,
-                     "newtonian": laws.is_newtonian(power), "verdict": verdicts.form_grade(power),
+                     "newtonian": verdicts.form_grade(power, quantity) == "newtonian",
+                     "verdict": verdicts.form_grade(power, quantity),
                      "pareto": [{**c, "expression": _render(expression_text.parse(c["expression"], locals_),
                                                             features)} for c in r["pareto"]]})
     power = judged(final.expr)
@@ -441,20 +448,22 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         se = verdicts.exponent_errors(X, y, [power["exponents"][f] for f in features])
         exponent_se = None if se is None else {f: float(s) for f, s in zip(features, se, strict=True)}
     verdict, reasons = verdicts.grade(power, rows=len(y), majority=majority, law_error=final.error,
-                                      baseline_error=baseline, exponent_se=exponent_se)
+                                      baseline_error=baseline, exponent_se=exponent_se, quantity=quantity)
     if power is not None:
         exponents = [power["exponents"][f] for f in features]
         power["exponent_se"] = exponent_se
         interval = powerlaw.constant_interval(X, y, exponents, metric, seed=len(per_seed), groups=groups)
         power["constant_ci95"] = list(interval) if interval else None
-        newton_form = laws.is_newtonian(power)
+        newton_form = verdicts.form_grade(power, quantity) == "newtonian"
         G = laws.G_AU_MSUN_YR
         power["G_relative_error"] = (power["constant"] - G) / G if newton_form else None
         power["G_relative_error_ci95"] = [(c - G) / G for c in interval] if newton_form and interval else None
     rendered = final.expr.xreplace(dict(zip(symbols, [sympy.Symbol(f) for f in features], strict=True)))
     newton_departure = None
-    if sorted(features) == sorted(verdicts.NEWTON) and metric == "log" and np.all(X > 0):
-        exponents = [verdicts.NEWTON[f] for f in features]
+    newton = verdicts.newton_exponents(quantity)
+    if (set(features) <= set(newton) and {f for f, k in newton.items() if k} <= set(features) and metric == "log"
+            and np.all(X > 0)):
+        exponents = [newton[f] for f in features]
         c = powerlaw.fit_constant(X, y, exponents, metric)
         if c:
             newton = c * np.prod(X ** np.asarray(exponents, dtype=np.float64), axis=1)

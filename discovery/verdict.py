@@ -8,9 +8,12 @@ Grades (``VERDICTS``), decided in this order:
   ``inverse-square-planet-mass``), the seeds do not agree (no ballot has a strict majority of them), the
   agreed law is a constant, or it explains the target no better than a constant does (its error on all
   rows is not below the best constant's, in the same capped metric);
-- ``newtonian``: ``C * m1 * m2 / r**2`` (exponents r: -2, m1: 1, m2: 1);
-- ``inverse-square-planet-mass``: ``C * m1 / r**2`` (the LSSAR write-up's "F ∝ m1/r^2": Newton's law only
-  where the star mass m2 is constant, absorbed into C);
+- ``newtonian``: Newton's law for the quantity (``QUANTITIES``): for the force on the planet (``"force"``, the
+  default) ``C * m1 * m2 / r**2`` (exponents r: -2, m1: 1, m2: 1); for the planet's acceleration
+  (``"acceleration"``, AU/yr^2) ``C * m2 / r**2`` (r: -2, m2: 1, and no planet mass m1: every body falls
+  alike in the star's field);
+- ``inverse-square-planet-mass`` (force only): ``C * m1 / r**2`` (the LSSAR write-up's "F ∝ m1/r^2": Newton's
+  law only where the star mass m2 is constant, absorbed into C);
 - ``power-law``: any other ``C * prod(x ** k)``;
 - ``not-a-power-law``: anything else.
 
@@ -37,6 +40,17 @@ spans less than the distance between two integers."""
 
 NEWTON = {"r": -2, "m1": 1, "m2": 1}
 INVERSE_SQUARE_PLANET_MASS = {"r": -2, "m1": 1, "m2": 0}
+NEWTON_ACCELERATION = {"r": -2, "m1": 0, "m2": 1}
+QUANTITIES = {"force": NEWTON, "acceleration": NEWTON_ACCELERATION}
+"""Newton's exponents for each quantity a law can be discovered for: the force on the planet (M_sun AU/yr^2)
+or the planet's acceleration (AU/yr^2, force over planet mass), in features r (AU), m1 (planet), m2 (star)."""
+
+
+def newton_exponents(quantity: str) -> dict[str, int]:
+    """Newton's exponents of ``quantity`` (a key of ``QUANTITIES``); a ValueError naming the choices else."""
+    if quantity not in QUANTITIES:
+        raise ValueError(f"unknown quantity {quantity!r}: use {' or '.join(QUANTITIES)}")
+    return QUANTITIES[quantity]
 
 
 def _exponents_are(power: dict | None, wanted: dict) -> bool:
@@ -46,14 +60,15 @@ def _exponents_are(power: dict | None, wanted: dict) -> bool:
     return all(e[k] == v for k, v in wanted.items()) and all(e[k] == 0 for k in e if k not in wanted)
 
 
-def form_grade(power: dict | None) -> str:
+def form_grade(power: dict | None, quantity: str = "force") -> str:
     """The grade of one law from its form alone (``power`` as :func:`orbitlaw.discovery.law.power_law` returns it,
-    exponents keyed by feature name)."""
+    exponents keyed by feature name), for ``quantity`` (``QUANTITIES``)."""
+    newton = newton_exponents(quantity)
     if power is None:
         return "not-a-power-law"
-    if _exponents_are(power, NEWTON):
+    if _exponents_are(power, {k: v for k, v in newton.items() if v}):
         return "newtonian"
-    if _exponents_are(power, INVERSE_SQUARE_PLANET_MASS):
+    if quantity == "force" and _exponents_are(power, INVERSE_SQUARE_PLANET_MASS):
         return "inverse-square-planet-mass"
     return "power-law"
 
@@ -88,7 +103,7 @@ def exponent_errors(X: np.ndarray, y: np.ndarray, exponents: list[float]) -> np.
 
 
 def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, baseline_error: float,
-          exponent_se: dict[str, float] | None = None) -> tuple[str, list[str]]:
+          exponent_se: dict[str, float] | None = None, quantity: str = "force") -> tuple[str, list[str]]:
     """The verdict and, when it is ``inconclusive``, the reasons (else an empty list). ``exponent_se``: the
     standard error of each feature's exponent of a power law (:func:`exponent_errors`)."""
     reasons = []
@@ -104,4 +119,4 @@ def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, ba
         if not se <= MAX_EXPONENT_SE:
             reasons.append(f"the rows cannot fix the exponent of {name} (standard error {se:.2g} > "
                            f"{MAX_EXPONENT_SE}): it varies too little")
-    return ("inconclusive", reasons) if reasons else (form_grade(power), [])
+    return ("inconclusive", reasons) if reasons else (form_grade(power, quantity), [])

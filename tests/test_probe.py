@@ -197,6 +197,22 @@ def test_true_law_oracle_is_exact_and_knn_is_close(env):
     assert m["r2"] > 0.5 and m["r2_log"] > 0.85  # 3,456 labelled states in 6-D: sparse for kNN
 
 
+def test_the_acceleration_target_is_the_force_over_the_planet_mass(env, tmp_path):
+    """``--target acceleration-magnitude``: the planet's |a| = |F| / m1 (AU/yr^2) in columns a_true and a_pred;
+    Newton's law for it (the true-law oracle) is G m2 / r^2, exact against the dataset's forces."""
+    out = tmp_path / "accel"
+    assert _cli("--oracle", "true-law", "--data", env["data"], "--out", out, "--target", "acceleration-magnitude",
+                "--near-train", 100) == 0
+    result = json.loads((out / "metrics.json").read_text())
+    assert result["target"] == "acceleration-magnitude"
+    assert result["columns"] == {"true": "a_true", "pred": "a_pred"}
+    assert result["metrics"]["heldout_unlabelled"]["r2_log"] > 1 - 1e-9
+    table = _csv(out / "predictions.csv")
+    np.testing.assert_allclose(table["a_true"], table["F_true"] / table["m1"], rtol=1e-12)
+    np.testing.assert_allclose(table["a_pred"], 4 * np.pi**2 * table["m2"] / table["r"] ** 2, rtol=1e-6)
+    assert np.all(np.isnan(table["F_pred"]))  # this probe predicts no force
+
+
 def test_solar_system_force_vectors_draw_the_arrow_figure(env, tmp_path):
     data = orbits.simulate("solar-system", {"train": 8}, 0, tmp_path / "ss", overrides={"seq_len": 65, "steps": 32},
                            progress=False)

@@ -130,6 +130,31 @@ def test_grade_by_form():
                              "inconclusive"}
 
 
+def test_newton_for_the_acceleration_has_no_planet_mass():
+    """A planet's acceleration G m2 / r^2 is Newton's law for ``quantity="acceleration"``; the force's form is not,
+    and neither is the write-up's C m1 / r^2 (every body falls alike: no planet mass)."""
+    power = lambda e: {"constant": 1.0, "exponents": e}  # noqa: E731
+    assert form_grade(power({"r": -2, "m1": 0, "m2": 1}), "acceleration") == "newtonian"
+    assert form_grade(power({"r": -2, "m2": 1}), "acceleration") == "newtonian"
+    assert form_grade(power({"r": -2, "m1": 1, "m2": 1}), "acceleration") == "power-law"
+    assert form_grade(power({"r": -2, "m1": 1, "m2": 0}), "acceleration") == "power-law"
+    with pytest.raises(ValueError, match="unknown quantity 'torque': use force or acceleration"):
+        form_grade(power({"r": -2}), "torque")
+
+    accel = discover_law(uniform_r_table(lambda r, a, b: G * b / r**2, n=800, noise=0.01, seed=4), "F", seeds=2,
+                         points=400, restarts=1, settings=FAST, quantity="acceleration")
+    assert accel["verdict"] == "newtonian" and accel["newtonian_seeds"] == 2, accel["expression"]
+    assert accel["power_law"]["exponents"] == {"r": -2, "m1": 0, "m2": 1}
+    assert abs(accel["power_law"]["G_relative_error"]) < 0.01 and accel["newton_departure"] < 1e-6
+    assert accel["settings"]["quantity"] == "acceleration"
+    force = discover_law(uniform_r_table(lambda r, a, b: G * a * b / r**2, n=800, noise=0.01, seed=4), "F", seeds=2,
+                         points=400, restarts=1, settings=FAST, quantity="acceleration")
+    assert force["verdict"] == "power-law" and not force["newtonian"] and force["power_law"]["G_relative_error"] is None
+    assert force["newton_departure"] > 0.5  # m1 spans a factor 100: far from any C m2 / r^2
+    with pytest.raises(ValueError, match="unknown quantity"):
+        discover_law(uniform_r_table(lambda r, a, b: G * b / r**2, n=200), "F", seeds=1, quantity="jerk")
+
+
 def test_latex_of_the_law():
     out = discover_law(uniform_r_table(lambda r, a, b: G * a * b / r**2, n=400, noise=0.0), "F", seeds=1,
                        restarts=1, settings=FAST)

@@ -49,6 +49,9 @@ def add_parser(sub) -> None:
                    "front whose held-out predictions depart from the one it chose by at most this (RMS of ln "
                    "f1/f2 for --metric log, of (f1 - f2)/mean|f2| for relative; 0.01 = 1%%), so a law within 1%% "
                    "of Newton's form on the front is reported as Newton's; 0 (default): an exact test")
+    p.add_argument("--quantity", default="force", choices=["force", "acceleration"],
+                   help="what the target is, which decides Newton's form: force (default; on the planet, "
+                   "C*m1*m2/r**2) or acceleration (the planet's, AU/yr^2: C*m2/r**2, no planet mass)")
     p.add_argument("--subset", default="", metavar="COLS",
                    help="boolean columns that must be true for a row to be used, e.g. near_train")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="seeds fitted in parallel")
@@ -72,7 +75,7 @@ def run(args) -> int:
                            restarts=args.restarts,
                            selection=args.selection,
                            settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
-                           protocol=args.protocol, tolerance=args.tolerance,
+                           protocol=args.protocol, tolerance=args.tolerance, quantity=args.quantity,
                            subset=_names(args.subset, "--subset") if args.subset else [])
     plot_pareto(law, out.with_suffix(".pareto.png"))
     print(json.dumps({k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",

@@ -18,7 +18,10 @@ def add_parser(sub) -> None:
         "A killed fine-tune resumes from its checkpoint when the same command is run again.")
     p.add_argument("--run", metavar="RUN", help="pretrained run directory (orbitlaw train)")
     p.add_argument("--data", required=True, metavar="DIR", help="dataset with forces (two-body, solar-system, nbody)")
-    p.add_argument("--target", choices=("force-magnitude", "force-vector"), default="force-magnitude")
+    p.add_argument("--target", choices=("force-magnitude", "force-vector", "acceleration-magnitude"),
+                   default="force-magnitude",
+                   help="force-magnitude (default, |F| on the planet, M_sun AU/yr^2), force-vector, or "
+                   "acceleration-magnitude (the planet's |a| = |F|/m1, AU/yr^2: CSV columns a_true, a_pred)")
     p.add_argument("--out", required=True, metavar="PROBE", help="output directory")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--oracle", choices=("knn", "true-law", "knn-window", "mlp-window"),

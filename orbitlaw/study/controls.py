@@ -43,6 +43,16 @@ from orbitlaw.study import stages
 ORACLES = {"knn-state": ("knn", None), "knn-W3": ("knn-window", 3), "mlp-W3": ("mlp-window", 3)}
 
 
+TARGET_TEXT = {"force-magnitude": ("|F|", "M☉ AU/yr²", "-2, 1, 1"),
+               "acceleration-magnitude": ("|a|", "AU/yr²", "-2, 0, 1")}
+"""Per probe target: its symbol, its unit, and Newton's exponents (r, m1, m2), for the report and figures."""
+
+
+def target_text(row: dict) -> tuple[str, str, str]:
+    """(symbol, unit, Newton's exponents) of a control row's probe target (rows before targets: |F|)."""
+    return TARGET_TEXT[row.get("target", "force-magnitude")]
+
+
 def configurations(spec: dict) -> list[dict]:
     """The model configurations of a controls spec: name, window (steps), training settings."""
     train = spec["train"]
@@ -76,6 +86,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
                     lambda s=dspec, p=path: stages.simulate(s, p, workers, progress))
         data[name] = path
     probe_spec, linear_spec = spec["probe"], spec["linear_probe"]
+    target = spec.get("target", "force-magnitude")
     rows = []
     for conf in configurations(spec):
         name = conf["name"]
@@ -87,10 +98,9 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
                     lambda c=conf, r=run: stages.train(data["pretrain"], r, "softmax", c["train"], progress,
                                                              log_to=log_to))
         pdir = study.path("controls", "probes", name)
-        pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec}
+        pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec, "target": target}
         probed = study.stage(f"controls:probe:{name}", pkey, [pdir],
-                             lambda r=run, p=pdir: stages.probe(r, data["probe"], p, probe_spec, "force-magnitude",
-                                                                progress))
+                             lambda r=run, p=pdir: stages.probe(r, data["probe"], p, probe_spec, target, progress))
         ldir = study.path("controls", "linear", name)
         linear = study.stage(f"controls:linear:{name}", {"train": train_spec, "data": spec["data"]["probe"],
                                                          **linear_spec}, [ldir],
@@ -98,7 +108,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         law = _law(study, name, pkey, pdir, spec, workers, progress)
         held = probed["metrics"]["heldout_unlabelled"]
         best = linear["best"]
-        rows.append({"name": name, "kind": "model", "window": conf["window"], "run": str(run),
+        rows.append({"name": name, "kind": "model", "window": conf["window"], "run": str(run), "target": target,
                      "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"),
                      "linear_probe_r2": best["force_magnitude"]["r2"],
                      "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
@@ -109,14 +119,15 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         if only is not None and name not in only:
             continue
         odir = study.path("controls", "oracles", name)
-        ospec = {"oracle": oracle, "window_steps": window or 3, **{k: probe_spec[k] for k in keep if k in probe_spec}}
+        ospec = {"oracle": oracle, "window_steps": window or 3, "target": target,
+                 **{k: probe_spec[k] for k in keep if k in probe_spec}}
         if window:  # the fair oracles read the window where the models' windows end
             ospec["window_end"] = spec["train"].get("window_end", "planet")
         okey = {"data": spec["data"]["probe"], **ospec}
         result = study.stage(f"controls:oracle:{name}", okey, [odir],
                              lambda o=odir, s=ospec: stages.oracle(data["probe"], o, s))
         held = result["metrics"]["heldout_unlabelled"]
-        rows.append({"name": name, "kind": "oracle", "window": window, "probe_r2": held.get("r2"),
+        rows.append({"name": name, "kind": "oracle", "window": window, "target": target, "probe_r2": held.get("r2"),
                      "probe_r2_log": held.get("r2_log"), "linear_probe_r2": None, "linear_probe_r2_log": None,
                      "linear_probe_r2_accel": None, "val_loss": None, "predictions": str(odir / "predictions.csv"),
                      "law": _law(study, name, okey, odir, spec, workers, progress)})
@@ -130,9 +141,10 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
 
 def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool) -> dict:
     law_file = study.path("controls", "laws", name, "LAW.json")
+    target = spec.get("target", "force-magnitude")
     return study.stage(f"controls:law:{name}", {"probe": probe_key, **spec["discover"]}, [law_file.parent],
                        lambda: stages.law(probe_dir / "predictions.csv", law_file, spec["discover"], workers,
-                                          progress))
+                                          progress, target))
 
 
 def _mean(*best) -> float | None:

@@ -175,18 +175,23 @@ def plot_attention(models: dict[str, GPT], tokens: np.ndarray, maps_out: Path, e
 
 
 def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[str, Path]:
-    """Two figures of the controls (``orbitlaw.study.controls`` rows): held-out R² of ln|F| (fine-tuned
-    probe) and of ln|F| and the acceleration (best linear layer) per configuration; and predicted against
-    true |F| (M_sun AU/yr^2, log-log) for the first positive control and the W = 1 control."""
+    """Two figures of the controls (``orbitlaw.study.controls`` rows): held-out R² of the fine-tuned probe's
+    target (ln|F|, or ln|a| for the planet's acceleration) and of ln|F| and the acceleration (best linear
+    layer) per configuration; and predicted against true target (log-log) for the first positive control and
+    the W = 1 control."""
     import pandas as pd
+
+    from orbitlaw.discovery.probe_data import columns
+    from orbitlaw.study.controls import target_text
 
     if not controls:
         raise ValueError("no controls to draw")
     names = [c["name"] for c in controls]
+    symbol, unit, _ = target_text(controls[0])
     fig = Figure(figsize=(max(6.0, 0.8 * len(names)), 4), layout="constrained")
     ax = fig.subplots()
     x = np.arange(len(names))
-    series = [("probe_r2_log", "fine-tuned probe, ln|F|"), ("linear_probe_r2_log", "linear, ln|F|"),
+    series = [("probe_r2_log", f"fine-tuned probe, ln{symbol}"), ("linear_probe_r2_log", "linear, ln|F|"),
               ("linear_probe_r2_accel", "linear, acceleration")]
     for i, (key, label) in enumerate(series):
         values = [c.get(key) if c.get(key) is not None else np.nan for c in controls]
@@ -202,13 +207,14 @@ def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[
         fig = Figure(figsize=(4.2 * len(picks), 4), layout="constrained")
         axes = np.atleast_1d(fig.subplots(1, len(picks)))
         for ax, c in zip(axes, picks, strict=True):
+            true, pred = columns(c.get("target", "force-magnitude"))
             table = pd.read_csv(c["predictions"])
-            table = table[np.isfinite(table["F_pred"]) & (table["F_pred"] > 0)]
-            ax.loglog(table["F_true"], table["F_pred"], ".", ms=1, alpha=0.3)
-            lo, hi = table["F_true"].min(), table["F_true"].max()
+            table = table[np.isfinite(table[pred]) & (table[pred] > 0)]
+            ax.loglog(table[true], table[pred], ".", ms=1, alpha=0.3)
+            lo, hi = table[true].min(), table[true].max()
             ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-            ax.set_xlabel("true |F| (M☉ AU/yr²)")
-            ax.set_ylabel("predicted |F|")
+            ax.set_xlabel(f"true {symbol} ({unit})")
+            ax.set_ylabel(f"predicted {symbol}")
             law = c.get("law") or {}
             ax.set_title(f"{c['name']}: {law.get('verdict', '—')}", fontsize=9)
         made["controls_forces"] = _save(fig, forces_out)

@@ -185,14 +185,20 @@ def _exponents(law: dict | None) -> str:
 
 def controls_section(controls: list[dict]) -> list[str]:
     """The report's controls table and what it says (orbitlaw.study.controls)."""
+    from orbitlaw.study.controls import target_text
+
+    symbol, unit, newton = target_text(controls[0] if controls else {})
+    what = ("the planet's acceleration |a| = |F|/m1 (AU/yr²), which predicting the planet's next position needs "
+            "(Newton: G·m2/r², no planet mass)" if symbol == "|a|" else f"the force {symbol} ({unit})")
+    cell = symbol.replace("|", "\\|")
     lines = ["## Controls: can the probe see Newton when it is there?", "",
              "Regression GPTs on `binary` orbits (both masses drawn per system, so the force's variables show only "
              "in the dynamics), read W steps at a time, through the same probe and symbolic regression; beside "
-             "them the oracles. W: steps the model (or oracle) reads; probe R²: the fine-tuned force probe on "
+             f"them the oracles. W: steps the model (or oracle) reads; probe R²: the fine-tuned probe of {what} on "
              "held-out systems; linear R²: the best layer of the frozen model (held out by system); exponents: the "
-             "least-squares power law of the probe's predictions in r, m1, m2 (Newton: -2, 1, 1; a readout that "
+             f"least-squares power law of the probe's predictions in r, m1, m2 (Newton: {newton}; a readout that "
              "carries a variable only in part shrinks its exponent toward 0).", "",
-             "| configuration | W | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | linear R² (\\|F\\|) | "
+             f"| configuration | W | probe R² ({cell}) | probe R² (ln{cell}) | linear R² (\\|F\\|) | "
              "linear R² (ln\\|F\\|) | linear R² (acceleration) | exponents (r, m1, m2) | recovered law | "
              "verdict (seeds Newtonian) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -263,7 +269,7 @@ def write_report(study, results: dict) -> dict[str, str]:
                 "attention_maps": "Attention maps (head average, last layer)",
                 "attention_entropy": "Attention entropy vs position",
                 "controls_r2": "Controls: held-out R² of each probe by configuration",
-                "controls_forces": "Controls: predicted vs true |F| on held-out systems"}
+                "controls_forces": "Controls: predicted vs true probe target on held-out systems"}
     for name, path in made.items():
         kind, _, who = name.rpartition("_")
         caption = captions.get(name) or {

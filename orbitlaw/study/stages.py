@@ -134,7 +134,8 @@ def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: b
 def oracle(data: Path, out: Path, spec: dict) -> dict:
     from orbitlaw.discovery.oracle import OracleConfig, run_oracle
 
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps", "window_end")
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps", "window_end",
+            "target")
     result = run_oracle(OracleConfig(oracle=spec.get("oracle", "knn"), data=str(data), out=str(out),
                                      context=spec.get("context"), **{k: spec[k] for k in keep if k in spec}))
     return {"metrics": result["metrics"], "out": str(out)}
@@ -147,13 +148,17 @@ def linear(run: Path, data: Path, out: Path, spec: dict) -> dict:
     return {"best": result["best"]}
 
 
-def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool) -> dict:
+def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool,
+        target: str = "force-magnitude") -> dict:
+    """Symbolic regression of a probe's predictions of ``target`` (its column, and Newton's form for it)."""
+    from orbitlaw.discovery import probe_data
     from orbitlaw.discovery.backends import SearchSettings
     from orbitlaw.discovery.pareto_plot import plot_pareto
     from orbitlaw.discovery.symbolic import discover_to_file
 
     protocol = spec.get("protocol", "orbitlaw")
-    result = discover_to_file(out, predictions, target="F_pred", features=["r", "m1", "m2"],
+    result = discover_to_file(out, predictions, target=probe_data.columns(target)[1], features=["r", "m1", "m2"],
+                              quantity=probe_data.QUANTITY[target],
                               subset=["near_train"], seeds=spec["seeds"], first_seed=spec.get("seed", 0),
                               points=spec["points"],
                               restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
