@@ -4,8 +4,12 @@ against the 45-minute target, and every control row, written to ``benchmarks/res
     python benchmarks/controls.py --out STUDY [--seed S]
 
 The study is cached and resumable, so a rerun into the same STUDY only rebuilds the JSON; ``wall_seconds``
-is the span between its first and last stage markers (``STUDY/stages/*.json``, written as each stage
+is the span between its first and last stage markers (``STUDY/stages/controls__*.json``, written as each stage
 starts and ends and never touched by a cached rerun), as measured on disk.
+
+Beside each row's verdict at the preset's precision (``discover --tolerance 0.01``), ``law_exact`` is the
+verdict of the same symbolic regression on the same predictions as an exact test (tolerance 0), each in its
+own cached stage (``STUDY/controls/laws-exact/<name>/LAW.json``, not counted in ``wall_seconds``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from pathlib import Path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.study import stages
 from orbitlaw.study.pipeline import run_study
 
 TARGET_SECONDS = 45 * 60
@@ -35,11 +40,20 @@ def main() -> None:
     out = Path(args.out)
     marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]
     span = max(marks) - min(marks)
-    keep = ("name", "kind", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
+    keep = ("name", "kind", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
             "linear_probe_r2_accel", "val_loss", "newtonian", "verdict", "newtonian_seeds")
     laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents", "newton_departure")
-    rows = [{**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws}}
-            for c in results["controls"]]
+    exact = {**results["config"]["controls"]["discover"], "tolerance": 0.0}
+    study = stages.Study(out, progress=False)
+    rows = []
+    for c in results["controls"]:
+        law_file = study.path("controls", "laws-exact", c["name"], "LAW.json")
+        target = c.get("target", "force-magnitude")
+        law_exact = study.stage(f"exact:law:{c['name']}", {"predictions": c["predictions"], "target": target, **exact},
+                                [law_file.parent], lambda c=c, f=law_file, t=target: stages.law(
+                                    Path(c["predictions"]), f, exact, 2, False, t))
+        rows.append({**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws},
+                     "law_exact": {k: law_exact.get(k) for k in ("expression", "verdict", "newtonian_seeds")}})
     positive = [c for c in rows if c["kind"] == "model" and "-s" in c["name"]]
     doc = {"benchmark": "controls", "wall_seconds": round(span, 1), "this_invocation_seconds": round(this_run, 1),
            "target_seconds": TARGET_SECONDS, "within_target": span <= TARGET_SECONDS,
