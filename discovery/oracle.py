@@ -3,18 +3,18 @@
 
 - ``knn`` (the reference oracle): k-nearest-neighbours regression on the true state (planet minus star
   position and velocity, AU and AU/yr, planet and star masses, M_sun), features standardised on the
-  labels, k = 2, fitted on exactly the probe's labelled steps; predicts |F| or (F_x, F_y) in
-  M_sun AU/yr^2.
+  labels, k = 2, fitted on exactly the probe's labelled steps; predicts the target: |F| or (F_x, F_y) in
+  M_sun AU/yr^2, or the planet's |a| = |F| / m1 in AU/yr^2.
 - ``knn-window`` and ``mlp-window``: the fair oracles of a chunked model (science.md section 8): k-NN
-  (k = ``neighbors``) or an MLP (two hidden layers of 64, scikit-learn, early stopping; |F| learned as
-  ln|F|) on exactly the raw positions a model trained on chunks of W = ``window_steps`` steps reads at the
-  row: the W (N + 1) body positions (AU) ending at the planet's token (the first positions of a sequence
-  repeat its first position), standardised on the labels. They say what those positions can tell. As for
-  a chunked model, ``near_train`` (the symbolic regression's rows) picks only rows that see a whole window
-  (:func:`orbitlaw.discovery.probe_data.full_window`).
-- ``true-law``: Newton's law itself, F = G m1 m2 / r^2 along the planet-star line, G = 4 pi^2
-  AU^3 M_sun^-1 yr^-2. Exact on two-body data (R^2 = 1 up to rounding); on nbody data it misses the
-  planets' mutual pulls.
+  (k = ``neighbors``) or an MLP (two hidden layers of 64, scikit-learn, early stopping; a magnitude |F|
+  or |a| learned as its log) on exactly the raw positions a model trained on chunks of
+  W = ``window_steps`` steps reads at the row: the W (N + 1) body positions (AU) ending at the planet's
+  token (the first positions of a sequence repeat its first position), standardised on the labels. They
+  say what those positions can tell. As for a chunked model, ``near_train`` (the symbolic regression's
+  rows) picks only rows that see a whole window (:func:`orbitlaw.discovery.probe_data.full_window`).
+- ``true-law``: Newton's law itself, F = G m1 m2 / r^2 along the planet-star line (|a| = G m2 / r^2 for
+  the acceleration), G = 4 pi^2 AU^3 M_sun^-1 yr^-2. Exact on two-body data (R^2 = 1 up to rounding); on
+  nbody data it misses the planets' mutual pulls.
 
 The oracles need no run: the rows are those of a model with ``context`` tokens (default: the whole
 sequence, ``seq_len - 1``, as the reference's 999-token block).

@@ -2,7 +2,8 @@
 the gravitational force on each planet from a few labels, then read its predictions on held-out steps.
 
 Adaptation: load the pretrained run, drop its 2 x vocab token head, put a fresh linear head d_model -> 1
-(|F|) or -> 2 (F_x, F_y) on the final LayerNorm, and fine-tune the whole model with masked MSE on the
+(|F|, or the planet's acceleration |a| = |F| / m1 for ``acceleration-magnitude``) or -> 2 (F_x, F_y) on the
+final LayerNorm, and fine-tune the whole model with masked MSE on the
 labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip 1.0, constant lr;
 reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). ``schedule="cosine"`` instead
 decays the lr from its value to 0 over the steps (:func:`orbitlaw.models.loop.scheduled_lr`), which ends a
@@ -29,7 +30,8 @@ for the vector it predicts z = F/|F| * (ln|F| - L0) / sigma with L0 = min ln|F| 
 so the direction of z is the force's and its length ln|F| on an affine scale (predictions cannot fall
 below exp(L0)). ``linear``: z = F / s, s the root-mean-square labelled |F|. ``raw`` (the reference's):
 z = |F| or z = F in physical units, no log, no standardisation (a raw head can predict |F| <= 0). Either
-way the written ``F_pred`` is decoded back to physical units, M_sun AU/yr^2.
+way the written ``F_pred`` (``a_pred``) is decoded back to physical units, M_sun AU/yr^2 (AU/yr^2); a
+magnitude target (|F| or |a|) is scaled as |F| is.
 
 On CUDA the forward runs under bf16 autocast (loss in fp32), as pretraining does; on the CPU in fp32.
 
@@ -153,7 +155,7 @@ class ForceScaling:
             return cls(target, mode)
         mag = forces if target in probe_data.MAGNITUDE_TARGETS else np.hypot(forces[:, 0], forces[:, 1])
         if np.any(mag <= 0):
-            raise ValueError("a labelled force is zero; cannot scale")
+            raise ValueError(f"a labelled {target} is zero; cannot scale")
         if mode == "linear":
             return cls(target, mode, scale=np.sqrt(np.mean(mag**2)))
         log = np.log(mag)
@@ -375,8 +377,8 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
                      "code_version": run_config.get("code_version")},
              "scaling": scaling.to_dict(), "protocol": {"name": cfg.protocol, **protocol}, "steps": step,
              "final_loss": loss_value if math.isfinite(loss_value) else None,
-             "alignment": "hidden state at the planet token of step t (position 1 + t (N + 1) + j) predicts the "
-                          "force on planet j at step t"}
+             "alignment": "hidden state at the token planet j of step t is read at (probe_data.read_token) "
+                          f"predicts the {cfg.target} of planet j at step t"}
     return probe_data.write_result(out, split, rows, pred, cfg.target, "finetune", settings, extra,
                                    near_k=cfg.near_train,
                                    eligible=probe_data.full_window(rows, gpt.config.chunk, offset))

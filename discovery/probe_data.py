@@ -307,7 +307,7 @@ def nearest_to_training(test_states: np.ndarray, train_states: np.ndarray, k: in
 
 
 def regression_metrics(true: np.ndarray, pred: np.ndarray) -> dict:
-    """R^2, MAE (M_sun AU/yr^2) and R^2 of log|F| for magnitudes (n,); for vectors (n, 2) the same on
+    """R^2, MAE (in the target's units) and R^2 of the log for magnitudes (n,); for vectors (n, 2) the same on
     the magnitudes plus ``r2_vector`` (pooled over x and y) and ``mae_vector``. ``r2_log`` leaves out the
     ``nonpositive_pred`` rows whose predicted magnitude is <= 0 (a raw-scaled head can predict those)."""
     true, pred = np.asarray(true, float), np.asarray(pred, float)

@@ -347,8 +347,10 @@ def discover_law(table, target: str, features=("r", "m1", "m2"), backend: str = 
               "selection": selection, "metric": metric, "tolerance": float(tolerance), "quantity": quantity,
               "selected_on": "each restart's own front, best restart by score" if reference else "held-out rows",
               "power_law_screen": not reference, "search": settings.to_dict()}
-    # A seed's result depends on everything but the number of seeds: more seeds later reuse these.
-    digest = hashlib.sha256(json.dumps([{k: v for k, v in config.items() if k not in ("seeds", "first_seed")},
+    # A seed's result depends on everything but the number of seeds (more seeds later reuse these) and the
+    # quantity, which only grades the laws the seeds found.
+    digest = hashlib.sha256(json.dumps([{k: v for k, v in config.items()
+                                         if k not in ("seeds", "first_seed", "quantity")},
                                         _data_hash(X, y)]).encode()).hexdigest()
 
     results: dict[int, dict] = {}

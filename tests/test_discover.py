@@ -158,6 +158,18 @@ def test_cli_writes_law_and_figure(csv, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["newtonian"] is True
 
 
+def test_cli_judges_the_law_of_the_quantity_it_is_told(csv, tmp_path):
+    """``--quantity acceleration``: Newton's acceleration has no planet mass, so the force's law is not it."""
+    out = tmp_path / "LAW.json"
+    assert main(["discover", "--input", str(csv), "--target", "F_pred", "--seeds", "1", "--restarts", "1",
+                 "--points", "300", "--budget", "10000", "--workers", "1", "--quantity", "acceleration",
+                 "--out", str(out)]) == 0
+    law = json.loads(out.read_text())
+    assert law["settings"]["quantity"] == "acceleration"
+    assert law["power_law"]["exponents"] == {"r": -2, "m1": 1, "m2": 1}
+    assert law["verdict"] == "power-law" and not law["newtonian"]
+
+
 @pytest.mark.parametrize("change, args, message", [
     (None, ["--target", "F_perd"], "column 'F_perd' not found; did you mean 'F_pred'?"),
     (None, ["--features", "r,m1,mass2"], "column 'mass2' not found"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from orbitlaw.cli import main
@@ -77,3 +78,22 @@ def test_bf16_is_an_option_under_the_reference_protocol():
 def test_training_precision_is_validated():
     with pytest.raises(ValueError, match="unknown precision 'fp16'"):
         TrainConfig(data="d", out="o", precision="fp16").validate()
+
+
+@pytest.mark.parametrize("preset", ["smoke", "cpu", "controls"])
+def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
+    """The controls judge at the 1% precision under orbitlaw; the reference's score selection takes none."""
+    from orbitlaw.discovery.backends import SearchSettings
+    from orbitlaw.discovery.symbolic import discover_law
+
+    G = 4 * np.pi**2
+    rng = np.random.default_rng(0)
+    table = {"r": rng.uniform(1, 3, 200), "m1": rng.uniform(0.2, 1, 200), "m2": rng.uniform(0.2, 1, 200)}
+    table["a_pred"] = G * table["m2"] / table["r"] ** 2
+    for protocol, tolerance in (("orbitlaw", 0.01), ("reference", None)):
+        spec = study_config(preset, protocol=protocol)["controls"]["discover"]
+        assert spec.get("tolerance") == tolerance
+        kwargs = {"tolerance": spec["tolerance"]} if "tolerance" in spec else {}
+        law = discover_law(table, "a_pred", seeds=1, points=50, restarts=1, settings=SearchSettings(budget=1000),
+                           protocol=spec["protocol"], quantity="acceleration", **kwargs)
+        assert law["settings"]["tolerance"] == (tolerance or 0.0) and law["verdict"]

@@ -168,6 +168,8 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     if controls:
         controls["probe"]["protocol"] = protocol
         controls["discover"]["protocol"] = protocol
+        if protocol == "reference":  # the reference's symbolic regression chooses by score: no precision to set
+            controls["discover"].pop("tolerance", None)
         if seed:
             for name in ("pretrain", "probe"):
                 controls["data"][name]["seed"] += seed
