@@ -227,7 +227,7 @@ def write_report(study, results: dict) -> dict[str, str]:
     protocol = results.get("protocol", cfg.get("protocol", "orbitlaw"))
     lines = [f"# orbitlaw study: `{cfg['preset']}`, protocol `{protocol}`", "",
              f"Code version `{results['code_version']}`; seeds {results['seeds']}. Units: AU, yr, M☉; forces in "
-             "M☉·AU/yr² (G = 4π² = 39.478).", "",
+             "M☉·AU/yr², accelerations in AU/yr² (G = 4π² = 39.478).", "",
              _protocol_paragraph(protocol, results.get("notes", cfg.get("notes", []))), ""]
     if results.get("controls"):
         lines += controls_section(results["controls"])
