@@ -23,7 +23,9 @@ from pathlib import Path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
+from orbitlaw.study.controls import run_controls
 from orbitlaw.study.pipeline import run_study
+from orbitlaw.study.presets import study_config
 
 TARGET_SECONDS = 45 * 60
 
@@ -33,9 +35,18 @@ def main() -> None:
     ap.add_argument("--out", required=True, help="study directory (resumable)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--result", default="benchmarks/results/controls.json")
+    ap.add_argument("--only", default=None, metavar="NAMES",
+                    help="run just these configurations and oracles (comma-separated; run_controls(only=...)) "
+                    "instead of the whole study")
     args = ap.parse_args()
     start = time.perf_counter()
-    results = run_study("controls", args.out, seed=args.seed, progress=False)
+    if args.only:
+        config = study_config("controls", seed=args.seed)
+        rows = run_controls(stages.Study(args.out, progress=False), config["controls"], workers=2, progress=False,
+                            only=set(args.only.split(",")))
+        results = {"controls": rows, "config": config, "code_version": code_version()}
+    else:
+        results = run_study("controls", args.out, seed=args.seed, progress=False)
     this_run = time.perf_counter() - start
     out = Path(args.out)
     marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]
