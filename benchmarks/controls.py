@@ -7,6 +7,10 @@ The study is cached and resumable, so a rerun into the same STUDY only rebuilds 
 is the span between its first and last stage markers (``STUDY/stages/controls__*.json``, written as each stage
 starts and ends and never touched by a cached rerun), as measured on disk.
 
+``--from-stages`` runs nothing: it rebuilds the rows of every configuration whose stages in STUDY have
+finished (each stage marker holds its config, which must be this preset's, its source digest and its result),
+for a study stopped before its end; the rows not finished are listed in ``not_finished``.
+
 Beside each row's verdict at the preset's precision (``discover --tolerance 0.01``), ``law_exact`` is the
 verdict of the same symbolic regression on the same predictions as an exact test (tolerance 0), each in its
 own cached stage (``STUDY/controls/laws-exact/<name>/LAW.json``, not counted in ``wall_seconds``).
@@ -23,11 +27,41 @@ from pathlib import Path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
-from orbitlaw.study.controls import run_controls
+from orbitlaw.study.controls import ORACLES, configurations, run_controls
 from orbitlaw.study.pipeline import run_study
 from orbitlaw.study.presets import study_config
 
 TARGET_SECONDS = 45 * 60
+
+
+class NotFinished(Exception):
+    pass
+
+
+class FinishedStages(stages.Study):
+    """A study that runs nothing: a stage's result is its marker's, when the marker is done and holds exactly
+    this config; else NotFinished."""
+
+    def stage(self, name, config, outputs, fn):
+        marker = self.out / "stages" / f"{name.replace(':', '__')}.json"
+        saved = json.loads(marker.read_text()) if marker.exists() else {}
+        same = json.dumps(saved.get("config"), sort_keys=True, default=str) == json.dumps(config, sort_keys=True,
+                                                                                          default=str)
+        if not (saved.get("done") and same):
+            raise NotFinished(name)
+        return saved["result"]
+
+
+def finished_rows(out: str, spec: dict) -> tuple[list[dict], list[str]]:
+    """The control rows whose every stage finished in study ``out``, and the names of the others."""
+    study = FinishedStages(out, progress=False)
+    rows, missing = [], []
+    for name in [c["name"] for c in configurations(spec)] + list(ORACLES):
+        try:
+            rows += run_controls(study, spec, workers=1, progress=False, only={name})
+        except NotFinished:
+            missing.append(name)
+    return rows, missing
 
 
 def main() -> None:
@@ -38,9 +72,15 @@ def main() -> None:
     ap.add_argument("--only", default=None, metavar="NAMES",
                     help="run just these configurations and oracles (comma-separated; run_controls(only=...)) "
                     "instead of the whole study")
+    ap.add_argument("--from-stages", action="store_true", help="run nothing: the rows of the finished stages")
     args = ap.parse_args()
     start = time.perf_counter()
-    if args.only:
+    missing = []
+    if args.from_stages:
+        config = study_config("controls", seed=args.seed)
+        rows, missing = finished_rows(args.out, config["controls"])
+        results = {"controls": rows, "config": config, "code_version": code_version()}
+    elif args.only:
         config = study_config("controls", seed=args.seed)
         rows = run_controls(stages.Study(args.out, progress=False), config["controls"], workers=2, progress=False,
                             only=set(args.only.split(",")))
@@ -69,7 +109,9 @@ def main() -> None:
     doc = {"benchmark": "controls", "wall_seconds": round(span, 1), "this_invocation_seconds": round(this_run, 1),
            "target_seconds": TARGET_SECONDS, "within_target": span <= TARGET_SECONDS,
            "positive_control_newtonian_training_seeds": f"{sum(c['newtonian'] for c in positive)}/{len(positive)}",
-           "controls": rows, "config": results["config"]["controls"], "study_code_version": results["code_version"],
+           "controls": rows, "not_finished": missing, "run": ("the finished stages of a stopped study"
+                                                             if args.from_stages else args.only or "the whole study"),
+           "config": results["config"]["controls"], "study_code_version": results["code_version"],
            "code_version": code_version(), "dependency_versions": dependency_versions(),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     write_json_atomic(Path(args.result), doc)
