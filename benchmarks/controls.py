@@ -7,9 +7,10 @@ The study is cached and resumable, so a rerun into the same STUDY only rebuilds 
 is the span between its first and last stage markers (``STUDY/stages/controls__*.json``, written as each stage
 starts and ends and never touched by a cached rerun), as measured on disk.
 
-``--from-stages`` runs nothing: it rebuilds the rows of every configuration whose stages in STUDY have
-finished (each stage marker holds its config, which must be this preset's, its source digest and its result),
-for a study stopped before its end; the rows not finished are listed in ``not_finished``.
+``--from-stages`` runs nothing: it rebuilds the rows of every configuration whose stages in STUDY (or in the
+``--also`` studies) have finished (each stage marker holds its config, which must be this preset's, its
+source digest and its result), for a study stopped before its end; the rows not finished are listed in
+``not_finished``.
 
 Beside each row's verdict at the preset's precision (``discover --tolerance 0.01``), ``law_exact`` is the
 verdict of the same symbolic regression on the same predictions as an exact test (tolerance 0), each in its
@@ -52,14 +53,19 @@ class FinishedStages(stages.Study):
         return saved["result"]
 
 
-def finished_rows(out: str, spec: dict) -> tuple[list[dict], list[str]]:
-    """The control rows whose every stage finished in study ``out``, and the names of the others."""
-    study = FinishedStages(out, progress=False)
+def finished_rows(outs: list[str], spec: dict) -> tuple[list[dict], list[str]]:
+    """The control rows whose every stage finished in one of the studies ``outs`` (the first that has it),
+    each with ``study`` (its directory), and the names of the others."""
     rows, missing = [], []
     for name in [c["name"] for c in configurations(spec)] + list(ORACLES):
-        try:
-            rows += run_controls(study, spec, workers=1, progress=False, only={name})
-        except NotFinished:
+        for out in outs:
+            try:
+                rows += [{**row, "study": out} for row in run_controls(FinishedStages(out, progress=False), spec,
+                                                                       workers=1, progress=False, only={name})]
+                break
+            except NotFinished:
+                continue
+        else:
             missing.append(name)
     return rows, missing
 
@@ -73,12 +79,14 @@ def main() -> None:
                     help="run just these configurations and oracles (comma-separated; run_controls(only=...)) "
                     "instead of the whole study")
     ap.add_argument("--from-stages", action="store_true", help="run nothing: the rows of the finished stages")
+    ap.add_argument("--also", default=[], type=lambda text: text.split(","), metavar="DIRS",
+                    help="with --from-stages: more study directories to take finished rows from (e.g. --only runs)")
     args = ap.parse_args()
     start = time.perf_counter()
     missing = []
     if args.from_stages:
         config = study_config("controls", seed=args.seed)
-        rows, missing = finished_rows(args.out, config["controls"])
+        rows, missing = finished_rows([args.out, *args.also], config["controls"])
         results = {"controls": rows, "config": config, "code_version": code_version()}
     elif args.only:
         config = study_config("controls", seed=args.seed)
@@ -89,10 +97,10 @@ def main() -> None:
         results = run_study("controls", args.out, seed=args.seed, progress=False)
     this_run = time.perf_counter() - start
     out = Path(args.out)
-    marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]
+    marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]  # the main study's span
     span = max(marks) - min(marks)
-    keep = ("name", "kind", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
-            "linear_probe_r2_accel", "val_loss", "newtonian", "verdict", "newtonian_seeds")
+    keep = ("name", "kind", "study", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2",
+            "linear_probe_r2_log", "linear_probe_r2_accel", "val_loss", "newtonian", "verdict", "newtonian_seeds")
     laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents", "newton_departure")
     exact = {**results["config"]["controls"]["discover"], "tolerance": 0.0}
     study = stages.Study(out, progress=False)
