@@ -103,9 +103,9 @@ def main() -> None:
             "linear_probe_r2_log", "linear_probe_r2_accel", "val_loss", "newtonian", "verdict", "newtonian_seeds")
     laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents", "newton_departure")
     exact = {**results["config"]["controls"]["discover"], "tolerance": 0.0}
-    study = stages.Study(out, progress=False)
     rows = []
     for c in results["controls"]:
+        study = stages.Study(c.get("study", out), progress=False)  # beside the row's own stages
         law_file = study.path("controls", "laws-exact", c["name"], "LAW.json")
         target = c.get("target", "force-magnitude")
         law_exact = study.stage(f"exact:law:{c['name']}", {"predictions": c["predictions"], "target": target, **exact},
