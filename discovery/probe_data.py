@@ -45,13 +45,14 @@ G m2 / r^2 by Newton, with no planet mass in it. Its CSV columns are ``a_true`` 
 QUANTITY = {"force-magnitude": "force", "force-vector": "force", "acceleration-magnitude": "acceleration"}
 """The quantity (:data:`orbitlaw.discovery.verdict.QUANTITIES`) each target's law is about."""
 
+LAYOUTS = ("orbitlaw", "reference")
+"""How the revealed held-out steps are drawn; see :func:`assign_labels`."""
+
 
 def columns(target: str) -> tuple[str, str]:
     """The CSV columns of ``target``'s true and predicted magnitude: ``("F_true", "F_pred")`` or
     ``("a_true", "a_pred")``."""
     return ACCELERATION_COLUMNS if target == "acceleration-magnitude" else ("F_true", "F_pred")
-LAYOUTS = ("orbitlaw", "reference")
-"""How the revealed held-out steps are drawn; see :func:`assign_labels`."""
 
 
 @dataclass

@@ -437,9 +437,9 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     rows = []
     for r, e in zip(per_seed, exprs, strict=True):
         power = judged(e)
+        grade = verdicts.form_grade(power, quantity)
         rows.append({**r, "expression": _render(e, features), "power_law": power,
-                     "newtonian": verdicts.form_grade(power, quantity) == "newtonian",
-                     "verdict": verdicts.form_grade(power, quantity),
+                     "newtonian": grade == "newtonian", "verdict": grade,
                      "pareto": [{**c, "expression": _render(expression_text.parse(c["expression"], locals_),
                                                             features)} for c in r["pareto"]]})
     power = judged(final.expr)
@@ -462,10 +462,10 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         power["G_relative_error_ci95"] = [(c - G) / G for c in interval] if newton_form and interval else None
     rendered = final.expr.xreplace(dict(zip(symbols, [sympy.Symbol(f) for f in features], strict=True)))
     newton_departure = None
-    newton = verdicts.newton_exponents(quantity)
-    if (set(features) <= set(newton) and {f for f, k in newton.items() if k} <= set(features) and metric == "log"
-            and np.all(X > 0)):
-        exponents = [newton[f] for f in features]
+    newton_k = verdicts.newton_exponents(quantity)
+    if (set(features) <= set(newton_k) and {f for f, k in newton_k.items() if k} <= set(features)
+            and metric == "log" and np.all(X > 0)):
+        exponents = [newton_k[f] for f in features]
         c = powerlaw.fit_constant(X, y, exponents, metric)
         if c:
             newton = c * np.prod(X ** np.asarray(exponents, dtype=np.float64), axis=1)
