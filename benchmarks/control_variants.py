@@ -68,6 +68,9 @@ VARIANTS = {
     "long-train": {"train": {"max_steps": 32000, "warmup_steps": 400, "eval_every": 32000, "checkpoint_every": 8000,
                              "log_every": 1600}},
     "force-target": {"target": "force-magnitude"},
+    "low-noise": {"train": {"input_noise": 0.005}},
+    "heads-4": {"train": {"model_overrides": {"n_head": 4}}},
+    "heads-4-w64": {"train": {"model_overrides": {"n_head": 4, "n_embd": 64}}},
 }
 
 
@@ -96,7 +99,7 @@ def main() -> None:
                                                  "code_version": code_version()})
     rows = run_controls(study, spec, workers=1, progress=False, only=positive)
     keep = ("name", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
-            "linear_probe_r2_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
+            "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
     laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
     out_rows = [{**{k: row.get(k) for k in keep}, "law": {k: (row["law"] or {}).get(k) for k in laws}} for row in rows]
     doc = {"benchmark": "control_variants", "variant": args.variant, "change": VARIANTS[args.variant],

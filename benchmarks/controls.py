@@ -100,7 +100,8 @@ def main() -> None:
     marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]  # the main study's span
     span = max(marks) - min(marks)
     keep = ("name", "kind", "study", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2",
-            "linear_probe_r2_log", "linear_probe_r2_accel", "val_loss", "newtonian", "verdict", "newtonian_seeds")
+            "linear_probe_r2_log", "linear_probe_r2_accel", "linear_probe_r2_log_accel", "val_loss", "newtonian",
+            "verdict", "newtonian_seeds")
     laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents", "newton_departure")
     exact = {**results["config"]["controls"]["discover"], "tolerance": 0.0}
     rows = []

@@ -386,15 +386,6 @@ def power_law(expr: sympy.Expr, names: list[str]) -> dict | None:
     return {"constant": coeff.real, "exponents": exponents}
 
 
-def is_newtonian(law: dict | None) -> bool:
-    """True for ``C * m1 * m2 / r**2`` (exponents r: -2, m1: 1, m2: 1; nothing else), whatever C is."""
-    if law is None or not {"r", "m1", "m2"} <= set(law["exponents"]):
-        return False
-    e = law["exponents"]
-    others = [k for k in e if k not in ("r", "m1", "m2")]
-    return (e["r"], e["m1"], e["m2"]) == (-2, 1, 1) and all(e[k] == 0 for k in others)
-
-
 def form(expr: sympy.Expr, names: list[str]) -> str:
     """A key that is equal for two expressions of the same form: exponents for power laws, else the tree
     with its numeric constants blanked."""

@@ -19,6 +19,7 @@ from orbitlaw.cli import main
 from orbitlaw.discovery import law as laws
 from orbitlaw.discovery.backends import SearchSettings
 from orbitlaw.discovery.symbolic import discover_law, partial_dir
+from orbitlaw.discovery.verdict import form_grade
 
 G = 4 * math.pi**2
 r, m1, m2 = sympy.symbols("r m1 m2")
@@ -52,7 +53,7 @@ def newton(r_, a, b):
 def test_power_law_reads_constant_and_exponents(expr, exponents):
     p = laws.power_law(expr, NAMES)
     assert p is not None and tuple(p["exponents"][k] for k in NAMES) == exponents
-    assert laws.is_newtonian(p) == (exponents == (-2, 1, 1))
+    assert (form_grade(p) == "newtonian") == (exponents == (-2, 1, 1))
     assert math.isclose(p["constant"], float(expr.subs({r: 1, m1: 1, m2: 1})), rel_tol=1e-12)
 
 
@@ -65,7 +66,7 @@ def test_power_law_reads_constant_and_exponents(expr, exponents):
 ])
 def test_non_power_laws_are_never_newtonian_however_well_they_fit(expr):
     assert laws.power_law(expr, NAMES) is None
-    assert not laws.is_newtonian(laws.power_law(expr, NAMES))
+    assert form_grade(laws.power_law(expr, NAMES)) == "not-a-power-law"
 
 
 def test_polish_refits_constants_and_drops_unsupported_terms():
@@ -75,7 +76,7 @@ def test_polish_refits_constants_and_drops_unsupported_terms():
     # a backend's raw answer: wrong constant, a 1e-12 intercept and a useless exp(1e-9 r) factor
     raw = 35.0 * m1 * m2 / r**2 * sympy.exp(1e-9 * r) + 1e-12
     c = laws.polish(raw, syms, X, data["F"])
-    assert laws.is_newtonian(laws.power_law(c.expr, NAMES)), c.expr
+    assert form_grade(laws.power_law(c.expr, NAMES)) == "newtonian", c.expr
     assert math.isclose(laws.power_law(c.expr, NAMES)["constant"], G, rel_tol=1e-9)
     assert c.error < 1e-9 and c.complexity == 7
     # a term the data needs is kept: an exponential cut-off survives polishing

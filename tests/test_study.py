@@ -50,8 +50,10 @@ def test_smoke_study_writes_results_and_report(study):
     names = [c["name"] for c in results["controls"]]
     assert names == ["W3-s0", "W1", "W3-untrained", "full", "tokens", "knn-state", "knn-W3", "mlp-W3"]
     for c in results["controls"]:
-        assert {"name", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "law", "newtonian", "verdict",
-                "newtonian_seeds"} <= set(c)
+        assert {"name", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log_accel", "law",
+                "newtonian", "verdict", "newtonian_seeds"} <= set(c)
+        if c["kind"] == "model":  # the frozen state's ln|a|, the acceleration target's log
+            assert -1.0 <= c["linear_probe_r2_log_accel"] <= 1.0
         assert c["verdict"] in ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law",
                                 "inconclusive") and "expression" in c["law"]
     assert results["controls"][0]["window"] == 3 and results["controls"][1]["window"] == 1

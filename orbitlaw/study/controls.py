@@ -38,7 +38,8 @@ Configurations (``CONFIGURATIONS``):
 Each row: ``name``, ``window`` (steps; None for whole sequences), ``kind`` (model or oracle), ``target`` (the
 fine-tuned probe's), ``probe_r2`` and ``probe_r2_log`` (held-out target and its log, e.g. |a| and ln|a|),
 ``linear_probe_r2`` (best layer, |F|) and
-``linear_probe_r2_log`` (ln|F|) with ``linear_probe_r2_accel`` (the planet's acceleration, mean of x and y),
+``linear_probe_r2_log`` (ln|F|) with ``linear_probe_r2_accel`` (the planet's acceleration, mean of x and y)
+and ``linear_probe_r2_log_accel`` (ln|a|, the acceleration target's log),
 ``val_loss`` (the model's last validation loss; None for an oracle) and ``law`` (the verdict fields of its
 LAW.json).
 """
@@ -124,6 +125,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
                      "linear_probe_r2": best["force_magnitude"]["r2"],
                      "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
                      "linear_probe_r2_accel": _mean(best.get("accel_x"), best.get("accel_y")),
+                     "linear_probe_r2_log_accel": best.get("log_accel_magnitude", {}).get("r2"),
                      "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law})
     keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
     for name, (oracle, window) in ORACLES.items():
@@ -140,7 +142,8 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         held = result["metrics"]["heldout_unlabelled"]
         rows.append({"name": name, "kind": "oracle", "window": window, "target": target, "probe_r2": held.get("r2"),
                      "probe_r2_log": held.get("r2_log"), "linear_probe_r2": None, "linear_probe_r2_log": None,
-                     "linear_probe_r2_accel": None, "val_loss": None, "predictions": str(odir / "predictions.csv"),
+                     "linear_probe_r2_accel": None, "linear_probe_r2_log_accel": None, "val_loss": None,
+                     "predictions": str(odir / "predictions.csv"),
                      "law": _law(study, name, okey, odir, spec, workers, progress)})
     for row in rows:
         law = row["law"] or {}

@@ -199,15 +199,16 @@ def controls_section(controls: list[dict]) -> list[str]:
              f"least-squares power law of the probe's predictions in r, m1, m2 (Newton: {newton}; a readout that "
              "carries a variable only in part shrinks its exponent toward 0).", "",
              f"| configuration | W | probe R² ({cell}) | probe R² (ln{cell}) | linear R² (\\|F\\|) | "
-             "linear R² (ln\\|F\\|) | linear R² (acceleration) | exponents (r, m1, m2) | recovered law | "
-             "verdict (seeds Newtonian) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "linear R² (ln\\|F\\|) | linear R² (acceleration) | linear R² (ln\\|a\\|) | exponents (r, m1, m2) | "
+             "recovered law | verdict (seeds Newtonian) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in controls:
         law, newton = _law_cell(c["law"])
         name = f"*{c['name']}*" if c["kind"] == "oracle" else c["name"]
         lines.append(f"| {name} | {c['window'] or 'all'} | {_num(c['probe_r2'])} | {_num(c['probe_r2_log'])} | "
                      f"{_num(c['linear_probe_r2'])} | {_num(c['linear_probe_r2_log'])} | "
-                     f"{_num(c['linear_probe_r2_accel'])} | {_exponents(c['law'])} | {law} | {newton} |")
+                     f"{_num(c['linear_probe_r2_accel'])} | {_num(c.get('linear_probe_r2_log_accel'))} | "
+                     f"{_exponents(c['law'])} | {law} | {newton} |")
     positive = [c for c in controls if c["kind"] == "model" and c["name"].startswith("W") and "-s" in c["name"]]
     negative = [c for c in controls if c["name"] == "W1" or c["name"].endswith("untrained")]
     k = sum(c["newtonian"] for c in positive)
