@@ -8,13 +8,15 @@ is the span between its first and last stage markers (``STUDY/stages/controls__*
 starts and ends and never touched by a cached rerun), as measured on disk.
 
 ``--from-stages`` runs nothing: it rebuilds the rows of every configuration whose stages in STUDY (or in the
-``--also`` studies) have finished (each stage marker holds its config, which must be this preset's, its
-source digest and its result), for a study stopped before its end; the rows not finished are listed in
+``--also`` studies, e.g. ``benchmarks/control_variants.py`` runs of a variant that the preset has since
+adopted) have finished (each stage marker holds its config, which must be this preset's, its source digest
+and its result), for a study stopped before its end; the rows not finished are listed in
 ``not_finished``.
 
 Beside each row's verdict at the preset's precision (``discover --tolerance 0.01``), ``law_exact`` is the
 verdict of the same symbolic regression on the same predictions as an exact test (tolerance 0), each in its
-own cached stage (``STUDY/controls/laws-exact/<name>/LAW.json``, not counted in ``wall_seconds``).
+own cached stage (``STUDY/controls/laws-exact/<name>/LAW.json``, not counted in ``wall_seconds``); with
+``--from-stages`` a finished exact test is read from its marker like the row's other stages.
 """
 
 from __future__ import annotations
@@ -46,11 +48,19 @@ class FinishedStages(stages.Study):
     def stage(self, name, config, outputs, fn):
         marker = self.out / "stages" / f"{name.replace(':', '__')}.json"
         saved = json.loads(marker.read_text()) if marker.exists() else {}
-        same = json.dumps(saved.get("config"), sort_keys=True, default=str) == json.dumps(config, sort_keys=True,
-                                                                                          default=str)
-        if not (saved.get("done") and same):
+        if not (saved.get("done") and _canonical(saved.get("config")) == _canonical(config)):
             raise NotFinished(name)
         return saved["result"]
+
+
+def _canonical(config) -> str:
+    """A stage config as sorted JSON without ``"protocol": "orbitlaw"``, the default that ``study_config`` writes
+    and ``benchmarks/control_variants.py``'s specs leave implicit (the stages read it the same either way)."""
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if (k, v) != ("protocol", "orbitlaw")}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+    return json.dumps(strip(config), sort_keys=True, default=str)
 
 
 def finished_rows(outs: list[str], spec: dict) -> tuple[list[dict], list[str]]:
@@ -109,9 +119,16 @@ def main() -> None:
         study = stages.Study(c.get("study", out), progress=False)  # beside the row's own stages
         law_file = study.path("controls", "laws-exact", c["name"], "LAW.json")
         target = c.get("target", "force-magnitude")
-        law_exact = study.stage(f"exact:law:{c['name']}", {"predictions": c["predictions"], "target": target, **exact},
-                                [law_file.parent], lambda c=c, f=law_file, t=target: stages.law(
-                                    Path(c["predictions"]), f, exact, 2, False, t))
+        key = {"predictions": c["predictions"], "target": target, **exact}
+        try:  # --from-stages takes a finished exact test as it takes the row's other stages
+            if not args.from_stages:
+                raise NotFinished
+            law_exact = FinishedStages(c.get("study", out), progress=False).stage(
+                f"exact:law:{c['name']}", key, [], None)
+        except NotFinished:
+            law_exact = study.stage(f"exact:law:{c['name']}", key, [law_file.parent],
+                                    lambda c=c, f=law_file, t=target: stages.law(
+                                        Path(c["predictions"]), f, exact, 2, False, t))
         rows.append({**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws},
                      "law_exact": {k: law_exact.get(k) for k in ("expression", "verdict", "newtonian_seeds")}})
     positive = [c for c in rows if c["kind"] == "model" and "-s" in c["name"]]

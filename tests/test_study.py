@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import pytest
@@ -53,7 +54,7 @@ def test_smoke_study_writes_results_and_report(study):
         assert {"name", "window", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log_accel", "law",
                 "newtonian", "verdict", "newtonian_seeds"} <= set(c)
         if c["kind"] == "model":  # the frozen state's ln|a|, the acceleration target's log
-            assert -1.0 <= c["linear_probe_r2_log_accel"] <= 1.0
+            assert math.isfinite(c["linear_probe_r2_log_accel"]) and c["linear_probe_r2_log_accel"] <= 1.0
         assert c["verdict"] in ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law",
                                 "inconclusive") and "expression" in c["law"]
     assert results["controls"][0]["window"] == 3 and results["controls"][1]["window"] == 1
