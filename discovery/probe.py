@@ -204,7 +204,8 @@ class ForceProbe(nn.Module):
     """A pretrained GPT without its token head, plus a fresh linear head on the final LayerNorm.
 
     forward(tokens (B, T, 2) int64, or positions in AU for a regression model) -> (B, T, out_dim) scaled
-    force predictions at every position.
+    force predictions at every position, or (B, P, out_dim) at just the positions ``at`` (P,) (sorted,
+    unique; ``GPT.hidden_states``): the probe reads only the positions its rows are read at.
     """
 
     def __init__(self, gpt: GPT, out_dim: int):
@@ -219,8 +220,8 @@ class ForceProbe(nn.Module):
         nn.init.normal_(self.head.weight, mean=0.0, std=0.02)
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.head(self.gpt.ln_f(self.gpt.hidden_states(tokens)[-1]))
+    def forward(self, tokens: torch.Tensor, at: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.gpt.ln_f(self.gpt.hidden_states(tokens, at)[-1]))
 
 
 def masked_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -258,17 +259,20 @@ def dense_targets(rows: dict, z: np.ndarray, sequences: np.ndarray, context: int
 
 
 @torch.no_grad()
-def predict(model: ForceProbe, split, sequences: np.ndarray, context: int, batch: int, device) -> np.ndarray:
+def predict(model: ForceProbe, split, sequences: np.ndarray, context: int, batch: int, device,
+            at: torch.Tensor | None = None) -> np.ndarray:
     """Scaled predictions (len(sequences), context, dim) float64 of ``model`` on those sequences (by input
-    position)."""
+    position; with ``at``, only at those positions and NaN elsewhere)."""
     model.eval()
-    outs = []
+    dim = model.head.out_features
+    out = np.full((len(sequences), context, dim), np.nan)
+    where = slice(None) if at is None else at.numpy()
     for i in range(0, len(sequences), batch):
         x = read_sequences(model.gpt.config, split, sequences[i:i + batch], context).to(device)
         with autocast(device):
-            outs.append(model(x).float().cpu().numpy().astype(np.float64))
+            out[i:i + batch, where] = model(x, None if at is None else at.to(device)).float().cpu().numpy()
     model.train()
-    return np.concatenate(outs) if outs else np.zeros((0, context, 1))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -302,7 +306,8 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     loss_fn = sequence_mse if protocol["loss"] == "sequence" else masked_mse
     z = scaling.encode(probe_data.true_values(rows, cfg.target)[lab]).astype(np.float32)
     labelled_seqs = np.unique(rows["sequence"][lab])
-    targets = dense_targets(rows, z, labelled_seqs, context, offset)
+    at = torch.from_numpy(np.unique(rows["token"] - offset))  # the positions any row is read at
+    targets = dense_targets(rows, z, labelled_seqs, context, offset)[:, at.numpy()]
 
     out = Path(cfg.out)
     ckpt = checkpoint.latest(out) if out.is_dir() else None
@@ -338,7 +343,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             x = read_sequences(gpt.config, split, labelled_seqs[idx], context)
             y = torch.from_numpy(targets[idx])
             with autocast(device):
-                out_batch = model(x.to(device))
+                out_batch = model(x.to(device), at.to(device))
             loss = loss_fn(out_batch, y.to(device))
             loss_value = loss.item()
             if not math.isfinite(loss_value):
@@ -366,7 +371,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     held_seqs = np.unique(rows["sequence"][rows["heldout"]])
     train_seqs = np.unique(rows["sequence"][~rows["heldout"]])[:cfg.eval_train_sequences]
     seqs = np.concatenate([train_seqs, held_seqs])
-    scaled = predict(model, split, seqs, context, cfg.eval_batch, device)
+    scaled = predict(model, split, seqs, context, cfg.eval_batch, device, at)
     dim = z.shape[1]
     pred = np.full((len(rows["sequence"]), dim), np.nan)
     have = np.isin(rows["sequence"], seqs)

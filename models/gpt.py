@@ -250,23 +250,31 @@ class GPT(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def hidden_states(self, tokens: torch.Tensor) -> list[torch.Tensor]:
-        """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d).
-        A chunked model reads an input longer than its chunk window by window (module docstring)."""
+    def hidden_states(self, tokens: torch.Tensor, at: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d), or
+        (B, P, d) at just the P positions ``at`` (sorted, unique int64): a chunked model then reads only the
+        windows ending there. A chunked model reads an input longer than its chunk window by window (module
+        docstring)."""
         L = self.config.chunk
         if L is not None and tokens.shape[1] > L:
-            return self._chunked_states(tokens, L)
-        return self._states(tokens)
+            return self._chunked_states(tokens, L, at)
+        states = self._states(tokens)
+        return states if at is None else [s[:, at] for s in states]
 
-    def _chunked_states(self, tokens: torch.Tensor, L: int) -> list[torch.Tensor]:
+    def _chunked_states(self, tokens: torch.Tensor, L: int, at: torch.Tensor | None) -> list[torch.Tensor]:
         B, T = tokens.shape[:2]
-        head = self._states(tokens[:, :L - 1]) if L > 1 else None
-        windows = tokens.unfold(1, L, 1).movedim(-1, 2)  # (B, T - L + 1, L, 2): window ending at e = L - 1 + i
-        tails = self._states(windows.reshape(B * (T - L + 1), L, *tokens.shape[2:]))
+        ends = torch.arange(T, device=tokens.device) if at is None else at.to(tokens.device)
+        prefix, tail_ends = ends[ends < L - 1], ends[ends >= L - 1]  # positions 0 .. L - 2 read a prefix
+        head = self._states(tokens[:, :L - 1]) if len(prefix) else None
+        windows = tokens.unfold(1, L, 1).movedim(-1, 2)[:, tail_ends - (L - 1)]  # (B, P, L, 2): ending at e
+        P = len(tail_ends)
+        if P == 0:
+            return [h[:, prefix] for h in head]
+        tails = self._states(windows.reshape(B * P, L, *tokens.shape[2:]))
         out = []
         for layer, tail in enumerate(tails):
-            last = tail[:, -1].reshape(B, T - L + 1, -1)
-            out.append(last if head is None else torch.cat([head[layer], last], dim=1))
+            last = tail[:, -1].reshape(B, P, -1)
+            out.append(last if head is None else torch.cat([head[layer][:, prefix], last], dim=1))
         return out
 
     def _states(self, tokens: torch.Tensor) -> list[torch.Tensor]:

@@ -82,6 +82,19 @@ def test_a_chunked_model_reads_each_position_through_its_own_window():
         build_model("control", chunk=7, block_size=6)
 
 
+@pytest.mark.parametrize("chunk", [6, None])
+def test_hidden_states_at_some_positions_are_those_of_the_whole_read(chunk):
+    # the probe reads only the positions its rows are read at; a chunked model then reads only those windows
+    torch.manual_seed(0)
+    model = build_model("control", chunk=chunk, block_size=6 if chunk else 15)
+    x = torch.randn(2, 15, 2)
+    full = model.hidden_states(x)
+    for at in ([1, 3, 5, 7, 13], [0, 2, 4], [5, 6, 14], list(range(15))):
+        part = model.hidden_states(x, torch.tensor(at))
+        for layer in range(len(full)):
+            torch.testing.assert_close(part[layer], full[layer][:, at], rtol=1e-5, atol=1e-6)
+
+
 def test_chunked_training_resumes_exactly(data, tmp_path):
     pre, _ = data
     ref = train(_config(pre, tmp_path / "ref"), progress=False)
