@@ -41,16 +41,25 @@ class NotFinished(Exception):
     pass
 
 
+def finished(out: str | Path, name: str, config: dict) -> dict | None:
+    """The result of stage ``name`` in study ``out`` when its marker is done and holds exactly ``config``, else
+    None."""
+    marker = Path(out) / "stages" / f"{name.replace(':', '__')}.json"
+    saved = json.loads(marker.read_text()) if marker.exists() else {}
+    if saved.get("done") and _canonical(saved.get("config")) == _canonical(config):
+        return saved["result"]
+    return None
+
+
 class FinishedStages(stages.Study):
-    """A study that runs nothing: a stage's result is its marker's, when the marker is done and holds exactly
-    this config; else NotFinished."""
+    """A study that runs nothing: a stage's result is its finished marker's (:func:`finished`), else
+    NotFinished."""
 
     def stage(self, name, config, outputs, fn):
-        marker = self.out / "stages" / f"{name.replace(':', '__')}.json"
-        saved = json.loads(marker.read_text()) if marker.exists() else {}
-        if not (saved.get("done") and _canonical(saved.get("config")) == _canonical(config)):
+        result = finished(self.out, name, config)
+        if result is None:
             raise NotFinished(name)
-        return saved["result"]
+        return result
 
 
 def _canonical(config) -> str:
@@ -120,12 +129,9 @@ def main() -> None:
         law_file = study.path("controls", "laws-exact", c["name"], "LAW.json")
         target = c.get("target", "force-magnitude")
         key = {"predictions": c["predictions"], "target": target, **exact}
-        try:  # --from-stages takes a finished exact test as it takes the row's other stages
-            if not args.from_stages:
-                raise NotFinished
-            law_exact = FinishedStages(c.get("study", out), progress=False).stage(
-                f"exact:law:{c['name']}", key, [], None)
-        except NotFinished:
+        # --from-stages takes a finished exact test as it takes the row's other stages
+        law_exact = finished(c.get("study", out), f"exact:law:{c['name']}", key) if args.from_stages else None
+        if law_exact is None:
             law_exact = study.stage(f"exact:law:{c['name']}", key, [law_file.parent],
                                     lambda c=c, f=law_file, t=target: stages.law(
                                         Path(c["predictions"]), f, exact, 2, False, t))
