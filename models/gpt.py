@@ -266,10 +266,10 @@ class GPT(nn.Module):
         ends = torch.arange(T, device=tokens.device) if at is None else at.to(tokens.device)
         prefix, tail_ends = ends[ends < L - 1], ends[ends >= L - 1]  # positions 0 .. L - 2 read a prefix
         head = self._states(tokens[:, :L - 1]) if len(prefix) else None
-        windows = tokens.unfold(1, L, 1).movedim(-1, 2)[:, tail_ends - (L - 1)]  # (B, P, L, 2): ending at e
         P = len(tail_ends)
         if P == 0:
             return [h[:, prefix] for h in head]
+        windows = tokens.unfold(1, L, 1).movedim(-1, 2)[:, tail_ends - (L - 1)]  # (B, P, L, 2): ending at e
         tails = self._states(windows.reshape(B * P, L, *tokens.shape[2:]))
         out = []
         for layer, tail in enumerate(tails):
