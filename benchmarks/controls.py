@@ -11,7 +11,9 @@ starts and ends and never touched by a cached rerun), as measured on disk.
 ``--also`` studies, e.g. ``benchmarks/control_variants.py`` runs of a variant that the preset has since
 adopted) have finished (each stage marker holds its config, which must be this preset's, its source digest
 and its result), for a study stopped before its end; the rows not finished are listed in
-``not_finished``.
+``not_finished``. The stage directories live in /tmp and do not outlive a session: ``--previous FILE`` (an
+earlier ``controls.json`` of this same preset config) carries over its rows for the configurations that no
+directory has finished, each still naming the ``study`` it came from and marked ``"carried_from": FILE``.
 
 Beside each row's verdict at the preset's precision (``discover --tolerance 0.01``), ``law_exact`` is the
 verdict of the same symbolic regression on the same predictions as an exact test (tolerance 0), each in its
@@ -89,6 +91,15 @@ def finished_rows(outs: list[str], spec: dict) -> tuple[list[dict], list[str]]:
     return rows, missing
 
 
+def carried_rows(previous: Path, spec: dict, names: list[str]) -> list[dict]:
+    """The rows named ``names`` of an earlier ``controls.json``, marked ``carried_from``; its config must be
+    ``spec`` (as :func:`_canonical` reads both), or the rows would mix two designs."""
+    doc = json.loads(previous.read_text())
+    if _canonical(doc["config"]) != _canonical(spec):
+        raise SystemExit(f"--previous {previous}: its controls config differs from this preset's; not carrying rows")
+    return [{**row, "carried_from": str(previous)} for row in doc["controls"] if row["name"] in names]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="study directory (resumable)")
@@ -100,6 +111,9 @@ def main() -> None:
     ap.add_argument("--from-stages", action="store_true", help="run nothing: the rows of the finished stages")
     ap.add_argument("--also", default=[], type=lambda text: text.split(","), metavar="DIRS",
                     help="with --from-stages: more study directories to take finished rows from (e.g. --only runs)")
+    ap.add_argument("--previous", default=None, metavar="FILE",
+                    help="with --from-stages: an earlier controls.json of the same preset config, whose rows fill "
+                    "in the configurations that no directory has finished")
     args = ap.parse_args()
     start = time.perf_counter()
     missing = []
@@ -137,6 +151,11 @@ def main() -> None:
                                         Path(c["predictions"]), f, exact, 2, False, t))
         rows.append({**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws},
                      "law_exact": {k: law_exact.get(k) for k in ("expression", "verdict", "newtonian_seeds")}})
+    if args.previous:
+        rows += carried_rows(Path(args.previous), results["config"]["controls"], missing)
+        missing = [name for name in missing if name not in {row["name"] for row in rows}]
+        order = [c["name"] for c in configurations(results["config"]["controls"])] + list(ORACLES)
+        rows.sort(key=lambda row: order.index(row["name"]))
     positive = [c for c in rows if c["kind"] == "model" and "-s" in c["name"]]
     doc = {"benchmark": "controls", "wall_seconds": round(span, 1), "this_invocation_seconds": round(this_run, 1),
            "target_seconds": TARGET_SECONDS, "within_target": span <= TARGET_SECONDS,

@@ -115,10 +115,12 @@ def hidden_features(model, split, rows: dict, context: int, batch: int, device) 
     for i in range(0, len(seqs), batch):
         chunk = seqs[i:i + batch]
         x = read_sequences(model.config, split, chunk, context).to(device)
-        states = model.hidden_states(x)
         sel = np.flatnonzero(np.isin(rows["sequence"], chunk))
+        positions = (rows["token"][sel] - offset).astype(np.int64)
+        at = np.unique(positions)  # only the positions some row reads (a chunked model skips the other windows)
+        states = model.hidden_states(x, torch.from_numpy(at).to(device))
         b = torch.from_numpy(np.searchsorted(chunk, rows["sequence"][sel])).to(device)
-        p = torch.from_numpy(rows["token"][sel] - offset).to(device)
+        p = torch.from_numpy(np.searchsorted(at, positions)).to(device)
         if feats is None:
             feats = np.empty((len(states), len(rows["sequence"]), states[0].shape[-1]), np.float32)
         for layer, h in enumerate(states):

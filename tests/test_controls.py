@@ -95,6 +95,29 @@ def test_hidden_states_at_some_positions_are_those_of_the_whole_read(chunk):
             torch.testing.assert_close(part[layer], full[layer][:, at], rtol=1e-5, atol=1e-6)
 
 
+def test_linear_probe_features_are_the_whole_read_at_each_row(data, tmp_path):
+    # hidden_features reads only the positions its rows sit at: the states there must be the whole read's
+    from orbitlaw.discovery.linear_probe import hidden_features, probe_rows
+    from orbitlaw.models.evaluate import load_run
+    from orbitlaw.models.train import read_sequences, token_offset
+
+    pre, probe = data
+    train(_config(pre, tmp_path / "run", max_steps=1), progress=False)
+    model, run_config = load_run(str(tmp_path / "run"), "cpu")
+    split = probe_data.open_split(str(probe), "train")
+    context = int(run_config["context"])
+    plan = probe_data.default_plan(len(split), 12, 12, 0, 0)
+    rows = probe_rows(split, plan, model.config, context, 12, 5, 0)["heldout"]
+    feats = hidden_features(model, split, rows, context, 5, "cpu")
+    seqs = np.unique(rows["sequence"])
+    with torch.no_grad():
+        whole = model.hidden_states(read_sequences(model.config, split, seqs, context))
+    b, p = np.searchsorted(seqs, rows["sequence"]), rows["token"] - token_offset(model.config)
+    assert len(np.unique(p)) < whole[0].shape[1]  # positions no row reads are skipped
+    for layer, h in enumerate(whole):
+        np.testing.assert_allclose(feats[layer], h[b, p].numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_chunked_training_resumes_exactly(data, tmp_path):
     pre, _ = data
     ref = train(_config(pre, tmp_path / "ref"), progress=False)
