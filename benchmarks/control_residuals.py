@@ -1,6 +1,6 @@
 """Where a control's readout errs: the bias of ln(predicted / true) on the rows symbolic regression reads.
 
-    python benchmarks/control_residuals.py --row W3-s0=PROBE/predictions.csv --row mlp-W3=ORACLE/predictions.csv ...
+    python benchmarks/control_residuals.py --row W3-s0=PROBE/predictions.csv --row mlp-W3=ORACLE/predictions.csv ... [--update]
 
 For each row (a probe's or an oracle's ``predictions.csv`` with the acceleration target: ``a_true``, ``a_pred``
 in AU/yr^2), on its ``near_train`` rows (the ones ``orbitlaw discover`` fits): the mean and RMS of
@@ -13,6 +13,8 @@ correction there. Writes ``benchmarks/results/control_residuals.json``.
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -47,16 +49,24 @@ def main() -> None:
     ap.add_argument("--corner-m2", type=float, default=0.3, help="M_sun")
     ap.add_argument("--corner-r", type=float, default=3.0, help="AU")
     ap.add_argument("--result", default="benchmarks/results/control_residuals.json")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the rows of the existing --result file that are not named here (each row names the "
+                    "predictions it read)")
     args = ap.parse_args()
-    rows = {}
+    result = Path(args.result)
+    rows = json.loads(result.read_text())["rows"] if args.update and result.exists() else {}
+    new = set()
     for item in args.row:
         name, _, path = item.partition("=")
         if not path:
             raise SystemExit(f"--row {item!r}: expected NAME=PREDICTIONS.csv")
         rows[name] = residuals(path, args.corner_m2, args.corner_r)
+        new.add(name)
     doc = {"benchmark": "control_residuals", "rows": rows, "code_version": code_version()}
     write_json_atomic(args.result, doc)
     for name, r in rows.items():
+        if name not in new:
+            continue
         print(f"{name:14s} mean {r['mean_pct']:+.2f}% rms {r['rms_pct']:.2f}%  |a| quartiles "
               f"{r['by_accel_quartile_pct']}  corner {r['corner']['mean_pct']}% (n={r['corner']['n']})")
 
