@@ -5,7 +5,8 @@ against the 45-minute target, and every control row, written to ``benchmarks/res
 
 The study is cached and resumable, so a rerun into the same STUDY only rebuilds the JSON; ``wall_seconds``
 is the span between its first and last stage markers (``STUDY/stages/controls__*.json``, written as each stage
-starts and ends and never touched by a cached rerun), as measured on disk.
+starts and ends and never touched by a cached rerun), as measured on disk; null (and ``within_target`` null)
+for ``--only`` and ``--from-stages``, whose rows are not one whole study.
 
 ``--from-stages`` runs nothing: it rebuilds the rows of every configuration whose stages in STUDY (or in the
 ``--also`` studies, e.g. ``benchmarks/control_variants.py`` runs of a variant that the preset has since
@@ -131,7 +132,8 @@ def main() -> None:
     this_run = time.perf_counter() - start
     out = Path(args.out)
     marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]  # the main study's span
-    span = max(marks) - min(marks)
+    # a stopped study (or rows gathered from several) has no whole-study span: its time is not the study's
+    span = None if args.from_stages or args.only else round(max(marks) - min(marks), 1)
     keep = ("name", "kind", "study", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2",
             "linear_probe_r2_log", "linear_probe_r2_accel", "linear_probe_r2_log_accel", "val_loss", "newtonian",
             "verdict", "newtonian_seeds")
@@ -157,8 +159,8 @@ def main() -> None:
         order = [c["name"] for c in configurations(results["config"]["controls"])] + list(ORACLES)
         rows.sort(key=lambda row: order.index(row["name"]))
     positive = [c for c in rows if c["kind"] == "model" and "-s" in c["name"]]
-    doc = {"benchmark": "controls", "wall_seconds": round(span, 1), "this_invocation_seconds": round(this_run, 1),
-           "target_seconds": TARGET_SECONDS, "within_target": span <= TARGET_SECONDS,
+    doc = {"benchmark": "controls", "wall_seconds": span, "this_invocation_seconds": round(this_run, 1),
+           "target_seconds": TARGET_SECONDS, "within_target": None if span is None else span <= TARGET_SECONDS,
            "positive_control_newtonian_training_seeds": f"{sum(c['newtonian'] for c in positive)}/{len(positive)}",
            "controls": rows, "not_finished": missing, "run": ("the finished stages of a stopped study"
                                                              if args.from_stages else args.only or "the whole study"),
