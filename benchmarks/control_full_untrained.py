@@ -1,0 +1,63 @@
+"""The full-context control at its random initialisation, through exactly the controls study's stages.
+
+    python benchmarks/control_full_untrained.py --out DIR [--result FILE.json]
+
+A diagnostic beside the preset, not one of its rows. The trained full-context model's fine-tuned probe reads
+Newton (``full``: ``newtonian`` 5/5 at 6,000 probe steps, and 4/5 at the exact test) while its frozen state
+reads ln|a| linearly at R^2 0.505 only: is that the pretraining, or can the fine-tune, which retrains the
+whole model on the whole orbit, find the law in any model of that shape? Here the ``full`` configuration
+with the ``W3-untrained`` control's overrides (one step at lr 0, no input noise) runs the same data, probes
+and symbolic regression (``run_controls`` with one configuration added). Writes
+``benchmarks/results/control_full_untrained.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.study import controls, stages
+from orbitlaw.study.presets import study_config
+
+UNTRAINED = ("max_steps", "lr", "input_noise", "checkpoint_every", "eval_every", "log_every")
+
+
+def with_full_untrained(configurations):
+    """``configurations`` with ``full-untrained`` added: ``full``'s training with the untrained control's
+    ``UNTRAINED`` settings."""
+    def configs(spec: dict) -> list[dict]:
+        rows = configurations(spec)
+        full = next(r for r in rows if r["name"] == "full")
+        untrained = next(r for r in rows if r["name"].endswith("-untrained"))
+        return rows + [{"name": "full-untrained", "window": None,
+                        "train": {**full["train"], **{k: untrained["train"][k] for k in UNTRAINED}}}]
+    return configs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="study directory (resumable)")
+    ap.add_argument("--result", default="benchmarks/results/control_full_untrained.json")
+    args = ap.parse_args()
+    spec = study_config("controls")["controls"]
+    start = time.perf_counter()
+    controls.configurations = with_full_untrained(controls.configurations)  # run_controls reads it by name
+    row, = controls.run_controls(stages.Study(args.out, progress=False), spec, workers=1, progress=False,
+                                 only={"full-untrained"})
+    keep = ("name", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
+            "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds",
+            "val_loss")
+    laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
+    doc = {"benchmark": "control_full_untrained", "study": args.out, "row": {k: row.get(k) for k in keep},
+           "law": {k: (row["law"] or {}).get(k) for k in laws}, "config": spec,
+           "this_invocation_seconds": round(time.perf_counter() - start, 1), "code_version": code_version(),
+           "dependency_versions": dependency_versions()}
+    write_json_atomic(Path(args.result), doc)
+    print(json.dumps({k: doc["row"][k] for k in ("verdict", "newtonian_seeds", "probe_r2_log")}))
+
+
+if __name__ == "__main__":
+    main()
