@@ -116,6 +116,8 @@ def main() -> None:
                     help="with --from-stages: an earlier controls.json of the same preset config, whose rows fill "
                     "in the configurations that no directory has finished")
     args = ap.parse_args()
+    if args.previous and not args.from_stages:
+        ap.error("--previous fills in a --from-stages table; it needs --from-stages")
     start = time.perf_counter()
     missing = []
     if args.from_stages:
@@ -131,9 +133,10 @@ def main() -> None:
         results = run_study("controls", args.out, seed=args.seed, progress=False)
     this_run = time.perf_counter() - start
     out = Path(args.out)
-    marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]  # the main study's span
-    # a stopped study (or rows gathered from several) has no whole-study span: its time is not the study's
-    span = None if args.from_stages or args.only else round(max(marks) - min(marks), 1)
+    span = None  # a stopped study (or rows gathered from several) has no whole-study time
+    if not (args.from_stages or args.only):
+        marks = [os.path.getmtime(f) for f in (out / "stages").glob("controls__*.json")]
+        span = round(max(marks) - min(marks), 1)
     keep = ("name", "kind", "study", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2",
             "linear_probe_r2_log", "linear_probe_r2_accel", "linear_probe_r2_log_accel", "val_loss", "newtonian",
             "verdict", "newtonian_seeds")
