@@ -1,12 +1,16 @@
 """Design changes to the positive control, measured through exactly the controls study's stages.
 
     python benchmarks/control_variants.py --variant wide --out DIR [--seeds 0,1,2] [--result FILE.json]
+        [--negatives]
 
 Each variant changes the ``controls`` preset's spec in one named way, chosen from a measured cause before it
 is run, and runs the positive control's training seeds (``W3-s<k>``) through the same train, fine-tuned
 probe, linear probes and symbolic regression as ``orbitlaw run --preset controls`` (in its own cached,
-resumable study directory, so a rerun only rebuilds the JSON). The verdict, its tolerance and the data are
-the preset's, never a variant's (``force-target`` changes what is probed, and so which law is Newton's).
+resumable study directory, so a rerun only rebuilds the JSON); ``--negatives`` runs the W = 1 and untrained
+controls under the variant instead, which a variant that changes the probe must leave not Newtonian. The
+verdict, its tolerance and the data's distribution are the preset's, never a variant's (``force-target``
+changes what is probed, and so which law is Newton's; ``probe-3x-systems`` draws more probe systems from the
+same prior).
 
 Variants (``VARIANTS``). The first three were measured against the preset of commit 93c4bf1, whose probe
 fine-tuned at a constant lr for 1,000 steps (each result JSON records its whole spec); the preset now
@@ -121,28 +125,34 @@ def main() -> None:
     ap.add_argument("--out", required=True, help="study directory (resumable)")
     ap.add_argument("--seeds", default=None, help="training seeds, comma-separated (default: the preset's)")
     ap.add_argument("--result", default=None, help="default: benchmarks/results/control_variant_<variant>.json")
+    ap.add_argument("--negatives", action="store_true",
+                    help="run the W = 1 and untrained controls under the variant instead of the training seeds")
     args = ap.parse_args()
     spec = variant_spec(args.variant)
     if args.seeds is not None:
         spec["seeds"] = [int(s) for s in args.seeds.split(",")]
-    positive = {c["name"] for c in configurations(spec) if "-s" in c["name"]}
+    names = [c["name"] for c in configurations(spec)]
+    negative = {n for n in names if n == "W1" or n.endswith("-untrained")}
+    chosen = negative if args.negatives else {n for n in names if "-s" in n}
     start = time.perf_counter()
     study = stages.Study(args.out, progress=False)
     write_json_atomic(study.path("study.json"), {"variant": args.variant, "config": spec,
                                                  "code_version": code_version()})
-    rows = run_controls(study, spec, workers=1, progress=False, only=positive)
+    rows = run_controls(study, spec, workers=1, progress=False, only=chosen)
     keep = ("name", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
             "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
     laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
     out_rows = [{**{k: row.get(k) for k in keep}, "law": {k: (row["law"] or {}).get(k) for k in laws}} for row in rows]
     doc = {"benchmark": "control_variants", "variant": args.variant, "change": VARIANTS[args.variant],
-           "positive_control_newtonian_training_seeds": f"{sum(r['newtonian'] for r in out_rows)}/{len(out_rows)}",
+           ("negative_controls_newtonian" if args.negatives else "positive_control_newtonian_training_seeds"):
+               f"{sum(r['newtonian'] for r in out_rows)}/{len(out_rows)}",
            "this_invocation_seconds": round(time.perf_counter() - start, 1), "rows": out_rows, "config": spec,
            "code_version": code_version(), "dependency_versions": dependency_versions(),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     result = Path(args.result or f"benchmarks/results/control_variant_{args.variant}.json")
     write_json_atomic(result, doc)
-    print(json.dumps({k: doc[k] for k in ("variant", "positive_control_newtonian_training_seeds")}))
+    print(json.dumps({k: v for k, v in doc.items() if k == "variant" or k.endswith("_newtonian_training_seeds")
+                      or k == "negative_controls_newtonian"}))
 
 
 if __name__ == "__main__":
