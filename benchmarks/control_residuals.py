@@ -56,18 +56,17 @@ def main() -> None:
     args = ap.parse_args()
     result = Path(args.result)
     rows = json.loads(result.read_text())["rows"] if args.update and result.exists() else {}
-    new = set()
+    new = []
     for item in args.row:
         name, _, path = item.partition("=")
         if not path:
             raise SystemExit(f"--row {item!r}: expected NAME=PREDICTIONS.csv")
         rows[name] = residuals(path, args.corner_m2, args.corner_r)
-        new.add(name)
+        new.append(name)
     doc = {"benchmark": "control_residuals", "rows": rows, "code_version": code_version()}
     write_json_atomic(args.result, doc)
-    for name, r in rows.items():
-        if name not in new:
-            continue
+    for name in new:
+        r = rows[name]
         print(f"{name:14s} mean {r['mean_pct']:+.2f}% rms {r['rms_pct']:.2f}%  |a| quartiles "
               f"{r['by_accel_quartile_pct']}  corner {r['corner']['mean_pct']}% (n={r['corner']['n']})")
 

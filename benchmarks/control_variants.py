@@ -145,16 +145,15 @@ def main() -> None:
             "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
     laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
     out_rows = [{**{k: row.get(k) for k in keep}, "law": {k: (row["law"] or {}).get(k) for k in laws}} for row in rows]
+    count = "negative_controls_newtonian" if args.negatives else "positive_control_newtonian_training_seeds"
     doc = {"benchmark": "control_variants", "variant": args.variant, "change": VARIANTS[args.variant],
-           ("negative_controls_newtonian" if args.negatives else "positive_control_newtonian_training_seeds"):
-               f"{sum(r['newtonian'] for r in out_rows)}/{len(out_rows)}",
+           count: f"{sum(r['newtonian'] for r in out_rows)}/{len(out_rows)}",
            "this_invocation_seconds": round(time.perf_counter() - start, 1), "rows": out_rows, "config": spec,
            "code_version": code_version(), "dependency_versions": dependency_versions(),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     result = Path(args.result or f"benchmarks/results/control_variant_{args.variant}.json")
     write_json_atomic(result, doc)
-    print(json.dumps({k: v for k, v in doc.items() if k == "variant" or k.endswith("_newtonian_training_seeds")
-                      or k == "negative_controls_newtonian"}))
+    print(json.dumps({k: doc[k] for k in ("variant", count)}))
 
 
 if __name__ == "__main__":
