@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from control_residuals import in_corner, parse_row  # a sibling script: benchmarks/ is on sys.path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
@@ -48,14 +49,12 @@ def main() -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for item in args.row:
-            name, _, path = item.partition("=")
-            if not path:
-                raise SystemExit(f"--row {item!r}: expected NAME=PREDICTIONS.csv")
+            name, path = parse_row(item)
             frame = pd.read_csv(path)
             if not {"a_pred", "near_train", "m2", "r"} <= set(frame.columns):
                 raise SystemExit(f"{path}: not an acceleration-magnitude prediction file")
             near = frame["near_train"].astype(bool)
-            corner = near & (frame["m2"] < args.corner_m2) & (frame["r"] > args.corner_r)
+            corner = near & in_corner(frame, args.corner_m2, args.corner_r)
             work = Path(tmp) / name
             work.mkdir()
             runs = {"all": search(frame, work, "all", spec),

@@ -18,6 +18,8 @@ import json
 import time
 from pathlib import Path
 
+from control_variants import summary  # a sibling script: benchmarks/ is on sys.path
+
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import controls, stages
 from orbitlaw.study.presets import study_config
@@ -47,12 +49,10 @@ def main() -> None:
     controls.configurations = with_full_untrained(controls.configurations)  # run_controls reads it by name
     row, = controls.run_controls(stages.Study(args.out, progress=False), spec, workers=1, progress=False,
                                  only={"full-untrained"})
-    keep = ("name", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
-            "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds",
-            "val_loss")
-    laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
-    doc = {"benchmark": "control_full_untrained", "study": args.out, "row": {k: row.get(k) for k in keep},
-           "law": {k: (row["law"] or {}).get(k) for k in laws}, "config": spec,
+    kept = summary(row)
+    law = kept.pop("law")
+    kept.pop("window")
+    doc = {"benchmark": "control_full_untrained", "study": args.out, "row": kept, "law": law, "config": spec,
            "this_invocation_seconds": round(time.perf_counter() - start, 1), "code_version": code_version(),
            "dependency_versions": dependency_versions()}
     write_json_atomic(Path(args.result), doc)

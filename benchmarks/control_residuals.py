@@ -29,13 +29,26 @@ def bias_by(frame: pd.DataFrame, res: pd.Series, column: str, bins: int) -> list
     return [round(100 * float(res[q == k].mean()), 2) for k in range(bins)]
 
 
+def parse_row(item: str) -> tuple[str, str]:
+    """``NAME=PREDICTIONS.csv`` (a ``--row``) as (name, path)."""
+    name, _, path = item.partition("=")
+    if not path:
+        raise SystemExit(f"--row {item!r}: expected NAME=PREDICTIONS.csv")
+    return name, path
+
+
+def in_corner(frame: pd.DataFrame, corner_m2: float, corner_r: float) -> pd.Series:
+    """The rows in the weak corner of the prior: star mass below ``corner_m2`` (M_sun), r above ``corner_r`` (AU)."""
+    return (frame["m2"] < corner_m2) & (frame["r"] > corner_r)
+
+
 def residuals(path: str, corner_m2: float, corner_r: float) -> dict:
     d = pd.read_csv(path)
     if not {"a_true", "a_pred", "near_train"} <= set(d.columns):
         raise SystemExit(f"{path}: not an acceleration-magnitude prediction file (no a_true/a_pred/near_train)")
     d = d[d["near_train"].astype(bool)]
     res = np.log(d["a_pred"] / d["a_true"])
-    corner = (d["m2"] < corner_m2) & (d["r"] > corner_r)
+    corner = in_corner(d, corner_m2, corner_r)
     return {"predictions": path, "n": int(len(d)), "mean_pct": round(100 * float(res.mean()), 2),
             "rms_pct": round(100 * float(np.sqrt((res ** 2).mean())), 2),
             "by_accel_quartile_pct": bias_by(d, res, "a_true", 4), "by_r_quartile_pct": bias_by(d, res, "r", 4),
@@ -58,9 +71,7 @@ def main() -> None:
     rows = json.loads(result.read_text())["rows"] if args.update and result.exists() else {}
     new = []
     for item in args.row:
-        name, _, path = item.partition("=")
-        if not path:
-            raise SystemExit(f"--row {item!r}: expected NAME=PREDICTIONS.csv")
+        name, path = parse_row(item)
         rows[name] = residuals(path, args.corner_m2, args.corner_r)
         new.append(name)
     doc = {"benchmark": "control_residuals", "rows": rows, "code_version": code_version()}

@@ -121,6 +121,16 @@ def variant_spec(name: str) -> dict:
     return spec
 
 
+KEEP = ("name", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
+        "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
+LAW_KEEP = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
+
+
+def summary(row: dict) -> dict:
+    """A ``run_controls`` row as the result JSONs keep it: its numbers and its law's summary."""
+    return {**{k: row.get(k) for k in KEEP}, "law": {k: (row["law"] or {}).get(k) for k in LAW_KEEP}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variant", required=True, choices=sorted(VARIANTS))
@@ -141,10 +151,7 @@ def main() -> None:
     write_json_atomic(study.path("study.json"), {"variant": args.variant, "config": spec,
                                                  "code_version": code_version()})
     rows = run_controls(study, spec, workers=1, progress=False, only=chosen)
-    keep = ("name", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
-            "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
-    laws = ("expression", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents")
-    out_rows = [{**{k: row.get(k) for k in keep}, "law": {k: (row["law"] or {}).get(k) for k in laws}} for row in rows]
+    out_rows = [summary(row) for row in rows]
     count = "negative_controls_newtonian" if args.negatives else "positive_control_newtonian_training_seeds"
     doc = {"benchmark": "control_variants", "variant": args.variant, "change": VARIANTS[args.variant],
            count: f"{sum(r['newtonian'] for r in out_rows)}/{len(out_rows)}",
