@@ -27,16 +27,14 @@ from orbitlaw.study.presets import study_config
 UNTRAINED = ("max_steps", "lr", "input_noise", "checkpoint_every", "eval_every", "log_every")
 
 
-def with_full_untrained(configurations):
-    """``configurations`` with ``full-untrained`` added: ``full``'s training with the untrained control's
-    ``UNTRAINED`` settings."""
-    def configs(spec: dict) -> list[dict]:
-        rows = configurations(spec)
-        full = next(r for r in rows if r["name"] == "full")
-        untrained = next(r for r in rows if r["name"].endswith("-untrained"))
-        return rows + [{"name": "full-untrained", "window": None,
-                        "train": {**full["train"], **{k: untrained["train"][k] for k in UNTRAINED}}}]
-    return configs
+def full_untrained(spec: dict) -> dict:
+    """The ``full-untrained`` configuration: ``full``'s training with the untrained control's ``UNTRAINED``
+    settings."""
+    rows = controls.configurations(spec)
+    full = next(r for r in rows if r["name"] == "full")
+    untrained = next(r for r in rows if r["name"].endswith("-untrained"))
+    return {"name": "full-untrained", "window": None,
+            "train": {**full["train"], **{k: untrained["train"][k] for k in UNTRAINED}}}
 
 
 def main() -> None:
@@ -46,9 +44,8 @@ def main() -> None:
     args = ap.parse_args()
     spec = study_config("controls")["controls"]
     start = time.perf_counter()
-    controls.configurations = with_full_untrained(controls.configurations)  # run_controls reads it by name
     row, = controls.run_controls(stages.Study(args.out, progress=False), spec, workers=1, progress=False,
-                                 only={"full-untrained"})
+                                 only={"full-untrained"}, extra=[full_untrained(spec)])
     kept = summary(row)
     law = kept.pop("law")
     kept.pop("window")

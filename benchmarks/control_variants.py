@@ -79,7 +79,6 @@ With 6,000 probe steps (the preset since) the training seeds read 2/5, 2/5, 4/5 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import platform
@@ -89,7 +88,7 @@ from pathlib import Path
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import configurations, run_controls
-from orbitlaw.study.presets import PRESETS
+from orbitlaw.study.presets import study_config
 
 VARIANTS = {
     "wide": {"train": {"model_overrides": {"n_embd": 128, "n_head": 4}, "lr": 1e-3}},
@@ -114,8 +113,9 @@ VARIANTS = {
 
 
 def variant_spec(name: str) -> dict:
-    """The ``controls`` preset's spec with variant ``name`` applied (each part's settings updated)."""
-    spec = copy.deepcopy(PRESETS["controls"]["controls"])
+    """The ``controls`` study's spec (as ``orbitlaw run --preset controls`` resolves it, so the stages a variant
+    leaves unchanged have the study's keys) with variant ``name`` applied (each part's settings updated)."""
+    spec = study_config("controls")["controls"]
     for part, changes in VARIANTS[name].items():
         spec[part] = {**spec[part], **changes} if isinstance(changes, dict) else changes
     return spec

@@ -66,13 +66,8 @@ class FinishedStages(stages.Study):
 
 
 def _canonical(config) -> str:
-    """A stage config as sorted JSON without ``"protocol": "orbitlaw"``, the default that ``study_config`` writes
-    and ``benchmarks/control_variants.py``'s specs leave implicit (the stages read it the same either way)."""
-    def strip(x):
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if (k, v) != ("protocol", "orbitlaw")}
-        return [strip(v) for v in x] if isinstance(x, list) else x
-    return json.dumps(strip(config), sort_keys=True, default=str)
+    """A stage config as sorted JSON, as stage markers and result files are compared."""
+    return json.dumps(config, sort_keys=True, default=str)
 
 
 def finished_rows(outs: list[str], spec: dict) -> tuple[list[dict], list[str]]:
@@ -94,7 +89,7 @@ def finished_rows(outs: list[str], spec: dict) -> tuple[list[dict], list[str]]:
 
 def carried_rows(previous: Path, spec: dict, names: list[str]) -> list[dict]:
     """The rows named ``names`` of an earlier ``controls.json``, marked ``carried_from``; its config must be
-    ``spec`` (as :func:`_canonical` reads both), or the rows would mix two designs."""
+    ``spec``, or the rows would mix two designs."""
     doc = json.loads(previous.read_text())
     if _canonical(doc["config"]) != _canonical(spec):
         raise SystemExit(f"--previous {previous}: its controls config differs from this preset's; not carrying rows")

@@ -282,7 +282,7 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
 
 def test_run_controls_runs_only_the_named_configurations(tmp_path):
     from orbitlaw.study import presets, stages
-    from orbitlaw.study.controls import run_controls
+    from orbitlaw.study.controls import configurations, run_controls
 
     study = stages.Study(tmp_path / "study", progress=False)
     rows = run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W1", "knn-W3"})
@@ -293,6 +293,11 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
     assert rows[0]["val_loss"] > 0 and rows[1]["val_loss"] is None  # a model's last validation loss; none for an oracle
     with pytest.raises(ValueError, match="unknown control configuration W7"):
         run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W7"})
+    # a configuration beyond the spec's own runs through the same stages (benchmarks/control_full_untrained.py)
+    spec = presets.PRESETS["smoke"]["controls"]
+    w1 = next(c for c in configurations(spec) if c["name"] == "W1")
+    extra, = run_controls(study, spec, 1, False, only={"W7"}, extra=[{**w1, "name": "W7"}])
+    assert extra["name"] == "W7" and extra["verdict"] and study.path("controls", "laws", "W7", "LAW.json").exists()
 
 
 def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(data, tmp_path):

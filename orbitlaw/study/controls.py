@@ -88,10 +88,13 @@ def configurations(spec: dict) -> list[dict]:
 
 
 def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = "none",
-                 only: set[str] | None = None) -> list[dict]:
+                 only: set[str] | None = None, extra: list[dict] | None = None) -> list[dict]:
     """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows.
-    ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``)."""
-    unknown = sorted(set(only or ()) - {c["name"] for c in configurations(spec)} - set(ORACLES))
+    ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``);
+    ``extra``: configurations (as :func:`configurations` gives them) to run after the spec's own, through the
+    same stages (``benchmarks/control_full_untrained.py``)."""
+    confs = configurations(spec) + list(extra or [])
+    unknown = sorted(set(only or ()) - {c["name"] for c in confs} - set(ORACLES))
     if unknown:
         raise ValueError(f"unknown control configuration {', '.join(unknown)}")
     data = {}
@@ -106,7 +109,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     if target not in TARGET_TEXT:
         raise ValueError(f"the controls probe a magnitude, not {target!r}: use {' or '.join(TARGET_TEXT)}")
     rows = []
-    for conf in configurations(spec):
+    for conf in confs:
         name = conf["name"]
         if only is not None and name not in only:
             continue
