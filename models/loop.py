@@ -17,6 +17,9 @@ class TrainingStopped(Exception):
         super().__init__(message)
         self.exit_code = exit_code
 
+    def __reduce__(self):  # raised in a worker process, it reaches the parent whole
+        return type(self), (str(self), self.exit_code)
+
 
 def autocast(device: torch.device, precision: str = "bf16"):
     """bf16 autocast on CUDA when ``precision`` is bf16 (losses are taken in fp32); plain fp32 otherwise

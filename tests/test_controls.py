@@ -281,23 +281,39 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
 
 
 def test_run_controls_runs_only_the_named_configurations(tmp_path):
+    import torch
+
     from orbitlaw.study import presets, stages
     from orbitlaw.study.controls import configurations, run_controls
 
+    spec = presets.PRESETS["smoke"]["controls"]
     study = stages.Study(tmp_path / "study", progress=False)
-    rows = run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W1", "knn-W3"})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each worker of the side-by-side run below: the same arithmetic
+    try:
+        rows = run_controls(study, spec, 1, False, only={"W1", "knn-W3"})
+    finally:
+        torch.set_num_threads(threads)
     assert [r["name"] for r in rows] == ["W1", "knn-W3"]
     assert [p.name for p in study.path("controls", "runs").iterdir()] == ["W1"]
     assert [p.name for p in study.path("controls", "oracles").iterdir()] == ["knn-W3"]
     assert all(r["law"] and r["verdict"] for r in rows)
     assert rows[0]["val_loss"] > 0 and rows[1]["val_loss"] is None  # a model's last validation loss; none for an oracle
     with pytest.raises(ValueError, match="unknown control configuration W7"):
-        run_controls(study, presets.PRESETS["smoke"]["controls"], 1, False, only={"W7"})
-    # a configuration beyond the spec's own runs through the same stages (benchmarks/control_full_untrained.py)
-    spec = presets.PRESETS["smoke"]["controls"]
+        run_controls(study, spec, 1, False, only={"W7"})
+
+    # two workers: W1 and a configuration beyond the spec's own (its copy, benchmarks/control_full_untrained.py's
+    # way) side by side in two processes, rows in order, each the same as W1 run alone in this process
     w1 = next(c for c in configurations(spec) if c["name"] == "W1")
-    extra, = run_controls(study, spec, 1, False, only={"W7"}, extra=[{**w1, "name": "W7"}])
-    assert extra["name"] == "W7" and extra["verdict"] and study.path("controls", "laws", "W7", "LAW.json").exists()
+    side = stages.Study(tmp_path / "side", progress=False)
+    both = run_controls(side, spec, 2, False, only={"W1", "W7"}, extra=[{**w1, "name": "W7"}])
+    assert [r["name"] for r in both] == ["W1", "W7"]
+    numbers = ("probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log", "val_loss", "verdict",
+               "newtonian_seeds")
+    for row in both:
+        assert {k: row[k] for k in numbers} == {k: rows[0][k] for k in numbers}
+        assert row["law"]["expression"] == rows[0]["law"]["expression"]
+    assert side.path("controls", "laws", "W7", "LAW.json").exists()
 
 
 def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(data, tmp_path):

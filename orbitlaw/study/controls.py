@@ -52,6 +52,7 @@ LAW.json).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from orbitlaw.study import stages
@@ -92,7 +93,8 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows.
     ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``);
     ``extra``: configurations (as :func:`configurations` gives them) to run after the spec's own, through the
-    same stages (``benchmarks/control_full_untrained.py``)."""
+    same stages (``benchmarks/control_full_untrained.py``). With ``workers`` > 1 the model configurations run
+    side by side, one process of one thread each (:func:`_run_side_by_side`); the rows keep their order."""
     confs = configurations(spec) + list(extra or [])
     unknown = sorted(set(only or ()) - {c["name"] for c in confs} - set(ORACLES))
     if unknown:
@@ -104,38 +106,15 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         study.stage(f"controls:data:{name}", dspec, [path],
                     lambda s=dspec, p=path: stages.simulate(s, p, workers, progress))
         data[name] = path
-    probe_spec, linear_spec = spec["probe"], spec["linear_probe"]
     target = spec.get("target", "force-magnitude")
     if target not in TARGET_TEXT:
         raise ValueError(f"the controls probe a magnitude, not {target!r}: use {' or '.join(TARGET_TEXT)}")
-    rows = []
-    for conf in confs:
-        name = conf["name"]
-        if only is not None and name not in only:
-            continue
-        run = study.path("controls", "runs", name)
-        train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
-        trained = study.stage(f"controls:train:{name}", train_spec, [run],
-                    lambda c=conf, r=run: stages.train(data["pretrain"], r, "softmax", c["train"], progress,
-                                                             log_to=log_to))
-        pdir = study.path("controls", "probes", name)
-        pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec, "target": target}
-        probed = study.stage(f"controls:probe:{name}", pkey, [pdir],
-                             lambda r=run, p=pdir: stages.probe(r, data["probe"], p, probe_spec, target, progress))
-        ldir = study.path("controls", "linear", name)
-        linear = study.stage(f"controls:linear:{name}", {"train": train_spec, "data": spec["data"]["probe"],
-                                                         **linear_spec}, [ldir],
-                             lambda r=run, p=ldir: stages.linear(r, data["probe"], p, linear_spec))
-        law = _law(study, name, pkey, pdir, spec, workers, progress)
-        held = probed["metrics"]["heldout_unlabelled"]
-        best = linear["best"]
-        rows.append({"name": name, "kind": "model", "window": conf["window"], "run": str(run), "target": target,
-                     "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"),
-                     "linear_probe_r2": best["force_magnitude"]["r2"],
-                     "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
-                     "linear_probe_r2_accel": _mean(best.get("accel_x"), best.get("accel_y")),
-                     "linear_probe_r2_log_accel": best.get("log_accel_magnitude", {}).get("r2"),
-                     "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law})
+    chosen = [c for c in confs if only is None or c["name"] in only]
+    if workers > 1 and len(chosen) > 1:
+        rows = _run_side_by_side(study, spec, chosen, data, workers, progress, log_to)
+    else:
+        rows = [_model_row(study, spec, conf, data, workers, progress, log_to) for conf in chosen]
+    probe_spec = spec["probe"]
     keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
     for name, (oracle, window) in ORACLES.items():
         if only is not None and name not in only:
@@ -160,6 +139,73 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         row["verdict"] = law.get("verdict")
         row["newtonian_seeds"] = law.get("newtonian_seeds")
     return rows
+
+
+def _model_row(study, spec: dict, conf: dict, data: dict, workers: int, progress: bool, log_to: str) -> dict:
+    """Train, probe (fine-tuned and linear) and search one model configuration ``conf``; its row."""
+    name = conf["name"]
+    probe_spec, linear_spec = spec["probe"], spec["linear_probe"]
+    target = spec.get("target", "force-magnitude")
+    run = study.path("controls", "runs", name)
+    train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
+    trained = study.stage(f"controls:train:{name}", train_spec, [run],
+                          lambda: stages.train(data["pretrain"], run, "softmax", conf["train"], progress,
+                                               log_to=log_to))
+    pdir = study.path("controls", "probes", name)
+    pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec, "target": target}
+    probed = study.stage(f"controls:probe:{name}", pkey, [pdir],
+                         lambda: stages.probe(run, data["probe"], pdir, probe_spec, target, progress))
+    ldir = study.path("controls", "linear", name)
+    linear = study.stage(f"controls:linear:{name}", {"train": train_spec, "data": spec["data"]["probe"],
+                                                     **linear_spec}, [ldir],
+                         lambda: stages.linear(run, data["probe"], ldir, linear_spec))
+    law = _law(study, name, pkey, pdir, spec, workers, progress)
+    held = probed["metrics"]["heldout_unlabelled"]
+    best = linear["best"]
+    return {"name": name, "kind": "model", "window": conf["window"], "run": str(run), "target": target,
+            "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"),
+            "linear_probe_r2": best["force_magnitude"]["r2"],
+            "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
+            "linear_probe_r2_accel": _mean(best.get("accel_x"), best.get("accel_y")),
+            "linear_probe_r2_log_accel": best.get("log_accel_magnitude", {}).get("r2"),
+            "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law}
+
+
+def _run_side_by_side(study, spec: dict, confs: list[dict], data: dict, workers: int, progress: bool,
+                      log_to: str) -> list[dict]:
+    """:func:`_model_row` for each of ``confs`` in a pool of ``workers`` processes of one torch thread each
+    (each stage keeps its own marker, so a killed study resumes stage by stage as in one process); the rows in
+    the order of ``confs``. The stages print their names as they start; one bar counts the configurations."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(confs), desc="controls", unit="configuration", disable=not progress)
+    pool = ProcessPoolExecutor(min(workers, len(confs)), mp_context=get_context("spawn"),
+                               initializer=_one_thread_worker, initargs=(os.getpid(),))
+    try:
+        futures = [pool.submit(_model_row_in_worker, str(study.out), spec, conf, data, log_to) for conf in confs]
+        for future in as_completed(futures):
+            future.result()  # the first failure stops the study, with its own message
+            bar.update()
+        return [future.result() for future in futures]
+    finally:  # on an error or Ctrl-C, start nothing more
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+
+
+def _one_thread_worker(parent: int) -> None:
+    import torch
+
+    from orbitlaw.orbits.workers import die_with_parent
+
+    die_with_parent(parent)
+    torch.set_num_threads(1)
+
+
+def _model_row_in_worker(out: str, spec: dict, conf: dict, data: dict, log_to: str) -> dict:
+    return _model_row(stages.Study(out, progress=False), spec, conf, data, 1, False, log_to)
 
 
 def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool) -> dict:
