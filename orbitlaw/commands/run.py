@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
                    "../shared/reference/vafa2025 beside the checkout when present, 'none' skips")
     p.add_argument("--llm-results", default="", metavar="DIR,...",
                    help="`orbitlaw llm run` output directories to include (their cached answers)")
-    p.add_argument("--workers", type=int, default=default_workers(), help="processes for simulation and SR")
+    p.add_argument("--workers", type=int, default=default_workers(),
+                   help="processes for simulation, symbolic regression and the controls' models (side by side)")
     p.add_argument("--nproc-per-node", type=int, default=1,
                    help="train each model with torchrun on this many processes (GPUs)")
     p.add_argument("--log-to", choices=("none", "tensorboard", "wandb"), default="none",
