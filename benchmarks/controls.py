@@ -34,7 +34,7 @@ from pathlib import Path
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import ORACLES, configurations, run_controls
-from orbitlaw.study.pipeline import run_study
+from orbitlaw.study.pipeline import default_workers, run_study
 from orbitlaw.study.presets import study_config
 
 TARGET_SECONDS = 45 * 60
@@ -125,7 +125,7 @@ def main() -> None:
                             only=set(args.only.split(",")))
         results = {"controls": rows, "config": config, "code_version": code_version()}
     else:
-        results = run_study("controls", args.out, seed=args.seed, progress=False)
+        results = run_study("controls", args.out, seed=args.seed, progress=False, workers=default_workers())
     this_run = time.perf_counter() - start
     out = Path(args.out)
     span = None  # a stopped study (or rows gathered from several) has no whole-study time
