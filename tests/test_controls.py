@@ -303,11 +303,12 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
         run_controls(study, spec, 1, False, only={"W7"})
 
     # two workers: W1 and a configuration beyond the spec's own (its copy, benchmarks/control_full_untrained.py's
-    # way) side by side in two processes, rows in order, each the same as W1 run alone in this process
+    # way; labelled whole-sequence, so it is started first) side by side in two processes, rows in the spec's
+    # order, each the same as W1 run alone in this process
     w1 = next(c for c in configurations(spec) if c["name"] == "W1")
     side = stages.Study(tmp_path / "side", progress=False)
-    both = run_controls(side, spec, 2, False, only={"W1", "W7"}, extra=[{**w1, "name": "W7"}])
-    assert [r["name"] for r in both] == ["W1", "W7"]
+    both = run_controls(side, spec, 2, False, only={"W1", "W7"}, extra=[{**w1, "name": "W7", "window": None}])
+    assert [(r["name"], r["window"]) for r in both] == [("W1", 1), ("W7", None)]
     numbers = ("probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log", "val_loss", "verdict",
                "newtonian_seeds")
     for row in both:
