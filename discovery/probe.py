@@ -37,7 +37,9 @@ On CUDA the forward runs under bf16 autocast (loss in fp32), as pretraining does
 
 Batches: global batch ``step`` is a pure function of (seed, step) over the sequences holding a label
 (``orbitlaw.models.train.batch_indices``), and dropout is off, so a probe killed at any point and run again with
-the same command resumes from ``PROBE/latest`` to the same result as an uninterrupted run. Checkpoints
+the same command resumes from ``PROBE/latest`` to the same result as an uninterrupted run. A windowed model
+may read a subset of each sequence's positions per step (``windows_per_sequence``, :func:`window_columns`),
+also drawn by (seed, step). Checkpoints
 (``orbitlaw.models.checkpoint``) are written every K steps and on SIGTERM/SIGINT.
 """
 
@@ -90,6 +92,7 @@ class ProbeConfig:
     heldout_sequences: int | None = None
     labels_per_heldout: int = 2
     labels_per_sequence: int | None = None
+    windows_per_sequence: int | None = None
     scaling: str | None = None
     protocol: str = "orbitlaw"
     seed: int = 0
@@ -120,6 +123,13 @@ class ProbeConfig:
             raise ValueError(f"--lr must be > 0, got {self.lr}")
         if self.eval_train_sequences < 0 or self.near_train < 0:
             raise ValueError("--eval-train-sequences and --near-train must be >= 0")
+        if self.windows_per_sequence is not None:
+            if self.windows_per_sequence < 1:
+                raise ValueError(f"--windows-per-sequence must be >= 1, got {self.windows_per_sequence}")
+            if self.protocol != "orbitlaw" or self.labels_per_sequence is not None:
+                raise ValueError("--windows-per-sequence subsamples the fully labelled training sequences of the "
+                                 "orbitlaw protocol; it cannot be combined with --protocol reference or "
+                                 "--labels-per-sequence")
 
     @property
     def resolved_scaling(self) -> str:
@@ -135,6 +145,8 @@ class ProbeConfig:
         s["lr"] = self.lr if self.lr is not None else DEFAULT_LR[self.target]
         s["scaling"] = self.resolved_scaling
         s["kind"] = "finetune"
+        if s["windows_per_sequence"] is None:  # as the settings were before the option (resumable)
+            del s["windows_per_sequence"]
         return s
 
 
@@ -275,6 +287,18 @@ def predict(model: ForceProbe, split, sequences: np.ndarray, context: int, batch
     return out
 
 
+def window_columns(cfg: ProbeConfig, chunk: int | None, positions: int, step: int) -> np.ndarray:
+    """Which of the ``positions`` read positions fine-tuning step ``step`` reads (sorted indices). A windowed
+    model (``chunk`` tokens) reads each position through its own window, so a step's cost grows with the
+    positions it reads; with ``cfg.windows_per_sequence`` = k it reads k of them, drawn without replacement by
+    (seed, step) alone (so a resumed probe draws the same), the same k for every sequence of the batch. A
+    whole-sequence model gets every position from one pass, and reads them all."""
+    k = cfg.windows_per_sequence
+    if chunk is None or k is None or k >= positions:
+        return np.arange(positions)
+    return np.sort(np.random.default_rng([cfg.seed, step, 0x57]).choice(positions, k, replace=False))
+
+
 # ----------------------------------------------------------------------------------------------------
 # The run
 
@@ -341,9 +365,10 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
         while step < cfg.steps:
             idx = batch_indices(cfg.seed, step, cfg.batch, len(labelled_seqs))
             x = read_sequences(gpt.config, split, labelled_seqs[idx], context)
-            y = torch.from_numpy(targets[idx])
+            cols = window_columns(cfg, gpt.config.chunk, len(at), step)
+            y = torch.from_numpy(targets[idx][:, cols])
             with autocast(device):
-                out_batch = model(x.to(device), at.to(device))
+                out_batch = model(x.to(device), at[cols].to(device))
             loss = loss_fn(out_batch, y.to(device))
             loss_value = loss.item()
             if not math.isfinite(loss_value):
@@ -381,6 +406,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     extra = {"run": {"path": str(Path(cfg.run).resolve()), "model": run_config["model"],
                      "code_version": run_config.get("code_version")},
              "scaling": scaling.to_dict(), "protocol": {"name": cfg.protocol, **protocol}, "steps": step,
+             "positions_per_step": len(window_columns(cfg, gpt.config.chunk, len(at), 0)),
              "final_loss": loss_value if math.isfinite(loss_value) else None,
              "alignment": "hidden state at the token planet j of step t is read at (probe_data.read_token) "
                           f"predicts the {cfg.target} of planet j at step t"}

@@ -302,18 +302,19 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
     with pytest.raises(ValueError, match="unknown control configuration W7"):
         run_controls(study, spec, 1, False, only={"W7"})
 
-    # two workers: W1 and a configuration beyond the spec's own (its copy, benchmarks/control_full_untrained.py's
-    # way; labelled whole-sequence, so it is started first) side by side in two processes, rows in the spec's
-    # order, each the same as W1 run alone in this process
+    # two workers: W1, a configuration beyond the spec's own (its copy, benchmarks/control_full_untrained.py's
+    # way; labelled whole-sequence, so it is started first) and the oracle side by side in two processes, rows
+    # in the spec's order, each the same as run alone in this process
     w1 = next(c for c in configurations(spec) if c["name"] == "W1")
     side = stages.Study(tmp_path / "side", progress=False)
-    both = run_controls(side, spec, 2, False, only={"W1", "W7"}, extra=[{**w1, "name": "W7", "window": None}])
-    assert [(r["name"], r["window"]) for r in both] == [("W1", 1), ("W7", None)]
+    both = run_controls(side, spec, 2, False, only={"W1", "W7", "knn-W3"},
+                        extra=[{**w1, "name": "W7", "window": None}])
+    assert [(r["name"], r["window"]) for r in both] == [("W1", 1), ("W7", None), ("knn-W3", 3)]
     numbers = ("probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log", "val_loss", "verdict",
                "newtonian_seeds")
-    for row in both:
-        assert {k: row[k] for k in numbers} == {k: rows[0][k] for k in numbers}
-        assert row["law"]["expression"] == rows[0]["law"]["expression"]
+    for row, alone in zip(both, [rows[0], rows[0], rows[1]], strict=True):
+        assert {k: row[k] for k in numbers} == {k: alone[k] for k in numbers}
+        assert row["law"]["expression"] == alone["law"]["expression"]
     assert side.path("controls", "laws", "W7", "LAW.json").exists()
 
 
@@ -330,3 +331,81 @@ def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(dat
     out = _cli("evaluate", "--run", str(tmp_path / "run"), "--data", str(pre), "--lengths", "1,2")
     assert out.returncode != 0 and "regression model" in out.stderr
 
+
+def test_window_columns_are_a_pure_function_of_seed_and_step():
+    from orbitlaw.discovery.probe import ProbeConfig, window_columns
+
+    cfg = ProbeConfig(run="r", data="d", out="o", windows_per_sequence=5, seed=4)
+    draws = [window_columns(cfg, 6, 20, step) for step in range(6)]
+    for cols in draws:
+        assert len(cols) == 5 and np.all(np.diff(cols) > 0) and cols.min() >= 0 and cols.max() < 20
+    assert len({tuple(c) for c in draws}) > 1  # a fresh draw each step ...
+    np.testing.assert_array_equal(window_columns(cfg, 6, 20, 3), draws[3])  # ... the same on a resume
+    np.testing.assert_array_equal(window_columns(cfg, None, 20, 3), np.arange(20))  # a whole-sequence model
+    np.testing.assert_array_equal(window_columns(cfg, 6, 4, 3), np.arange(4))  # k >= positions: all of them
+
+
+def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, tmp_path):
+    from orbitlaw.discovery.probe import ProbeConfig, finetune
+
+    pre, probe = data
+    train(_config(pre, tmp_path / "run", max_steps=3), progress=False)
+    train(_config(pre, tmp_path / "whole", max_steps=3, chunk_steps=None), progress=False)
+    reads = []
+
+    def cfg(run, out, **kw):
+        return ProbeConfig(run=str(tmp_path / run), data=str(probe), out=str(tmp_path / out), steps=4, batch=4,
+                           checkpoint_every=2, train_sequences=12, heldout_sequences=12, schedule="cosine",
+                           target="acceleration-magnitude", **kw)
+
+    from orbitlaw.models.gpt import GPT
+
+    original = GPT.hidden_states
+
+    def counting(self, tokens, at=None):
+        reads.append(None if at is None else len(at))
+        return original(self, tokens, at)
+
+    GPT.hidden_states = counting
+    try:
+        ref = finetune(cfg("run", "p", windows_per_sequence=5), progress=False)
+    finally:
+        GPT.hidden_states = original
+    assert reads[:4] == [5, 5, 5, 5]  # the fine-tuning steps read 5 windows of each sequence; predicting, all
+    assert all(r == 20 for r in reads[4:]) and ref["positions_per_step"] == 5
+    assert json.loads((tmp_path / "p" / "metrics.json").read_text())["settings"]["windows_per_sequence"] == 5
+    # stopped by SIGTERM during step 3 (it saves there), then run again: the uninterrupted result
+    import os
+    import signal
+
+    from orbitlaw.models.loop import TrainingStopped
+
+    def killing(self, tokens, at=None):
+        reads.append(None)
+        if len(reads) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(self, tokens, at)
+
+    reads.clear()
+    GPT.hidden_states = killing
+    try:
+        with pytest.raises(TrainingStopped):
+            finetune(cfg("run", "resumed", windows_per_sequence=5), progress=False)
+    finally:
+        GPT.hidden_states = original
+    resumed = tmp_path / "resumed"
+    assert (resumed / "latest").read_text().strip() == "ckpt-00000003" and not (resumed / "metrics.json").exists()
+    finetune(cfg("run", "resumed", windows_per_sequence=5), progress=False)
+    assert (resumed / "predictions.csv").read_bytes() == (tmp_path / "p" / "predictions.csv").read_bytes()
+    # every position, every step: a different fit; a whole-sequence model reads every position either way
+    finetune(cfg("run", "all"), progress=False)
+    assert (tmp_path / "all" / "predictions.csv").read_bytes() != (tmp_path / "p" / "predictions.csv").read_bytes()
+    finetune(cfg("whole", "w5", windows_per_sequence=5), progress=False)
+    finetune(cfg("whole", "w"), progress=False)
+    assert (tmp_path / "w5" / "predictions.csv").read_bytes() == (tmp_path / "w" / "predictions.csv").read_bytes()
+    with pytest.raises(ValueError, match="windows-per-sequence"):
+        finetune(cfg("run", "bad", windows_per_sequence=5, protocol="reference"), progress=False)
+    out = _cli("probe", "--run", str(tmp_path / "run"), "--data", str(probe), "--out", str(tmp_path / "bad"),
+               "--windows-per-sequence", "0", "--quiet")
+    assert out.returncode != 0 and "windows-per-sequence" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "bad").exists()

@@ -51,6 +51,10 @@ def add_parser(sub) -> None:
     p.add_argument("--labels-per-heldout", type=int, default=2, help="revealed steps per held-out sequence")
     p.add_argument("--labels-per-sequence", type=int, default=None, metavar="L",
                    help="hold out every sequence with L revealed steps (Solar System protocol: 10)")
+    p.add_argument("--windows-per-sequence", type=int, default=None, metavar="K",
+                   help="a windowed run (--chunk-steps): each fine-tuning step reads K of a sequence's labelled "
+                        "steps, drawn per step, each through its own window (default: all); a whole-sequence "
+                        "run reads them all from one pass")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint-every", type=int, default=500, metavar="K")
     p.add_argument("--eval-batch", type=int, default=32, help="sequences per prediction batch")
@@ -86,6 +90,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    if args.windows_per_sequence is not None and (args.oracle or args.linear or args.inductive_bias):
+        raise ValueError("--windows-per-sequence is for the fine-tuned probe of a run")
     if args.inductive_bias:
         return _inductive_bias(args)
     if args.protocol != "orbitlaw" and args.linear:
@@ -130,7 +136,8 @@ def run(args) -> int:
                       steps=args.steps, batch=args.batch, lr=args.lr, schedule=args.schedule,
                       train_sequences=args.train_sequences,
                       heldout_sequences=args.heldout_sequences, labels_per_heldout=args.labels_per_heldout,
-                      labels_per_sequence=args.labels_per_sequence, scaling=args.scaling,
+                      labels_per_sequence=args.labels_per_sequence,
+                      windows_per_sequence=args.windows_per_sequence, scaling=args.scaling,
                       protocol=args.protocol, seed=args.seed,
                       checkpoint_every=args.checkpoint_every, eval_batch=args.eval_batch,
                       eval_train_sequences=args.eval_train_sequences, near_train=args.near_train,

@@ -93,8 +93,9 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows.
     ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``);
     ``extra``: configurations (as :func:`configurations` gives them) to run after the spec's own, through the
-    same stages (``benchmarks/control_full_untrained.py``). With ``workers`` > 1 the model configurations run
-    side by side, one process of one thread each (:func:`_run_side_by_side`); the rows keep their order."""
+    same stages (``benchmarks/control_full_untrained.py``). With ``workers`` > 1 the model configurations and
+    the oracles run side by side, one process of one thread each (:func:`_run_side_by_side`); the rows keep
+    their order (the models', then the oracles')."""
     confs = configurations(spec) + list(extra or [])
     unknown = sorted(set(only or ()) - {c["name"] for c in confs} - set(ORACLES))
     if unknown:
@@ -110,35 +111,38 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     if target not in TARGET_TEXT:
         raise ValueError(f"the controls probe a magnitude, not {target!r}: use {' or '.join(TARGET_TEXT)}")
     chosen = [c for c in confs if only is None or c["name"] in only]
-    if workers > 1 and len(chosen) > 1:
-        rows = _run_side_by_side(study, spec, chosen, data, workers, progress, log_to)
+    oracles = [name for name in ORACLES if only is None or name in only]
+    if workers > 1 and len(chosen) + len(oracles) > 1:
+        rows = _run_side_by_side(study, spec, chosen + oracles, data, workers, progress, log_to)
     else:
         rows = [_model_row(study, spec, conf, data, workers, progress, log_to) for conf in chosen]
-    probe_spec = spec["probe"]
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
-    for name, (oracle, window) in ORACLES.items():
-        if only is not None and name not in only:
-            continue
-        odir = study.path("controls", "oracles", name)
-        ospec = {"oracle": oracle, "window_steps": window or 3, "target": target,
-                 **{k: probe_spec[k] for k in keep if k in probe_spec}}
-        if window:  # the fair oracles read the window where the models' windows end
-            ospec["window_end"] = spec["train"].get("window_end", "planet")
-        okey = {"data": spec["data"]["probe"], **ospec}
-        result = study.stage(f"controls:oracle:{name}", okey, [odir],
-                             lambda o=odir, s=ospec: stages.oracle(data["probe"], o, s))
-        held = result["metrics"]["heldout_unlabelled"]
-        rows.append({"name": name, "kind": "oracle", "window": window, "target": target, "probe_r2": held.get("r2"),
-                     "probe_r2_log": held.get("r2_log"), "linear_probe_r2": None, "linear_probe_r2_log": None,
-                     "linear_probe_r2_accel": None, "linear_probe_r2_log_accel": None, "val_loss": None,
-                     "predictions": str(odir / "predictions.csv"),
-                     "law": _law(study, name, okey, odir, spec, workers, progress)})
+        rows += [_oracle_row(study, spec, name, data, workers, progress) for name in oracles]
     for row in rows:
         law = row["law"] or {}
         row["newtonian"] = bool(law.get("newtonian"))
         row["verdict"] = law.get("verdict")
         row["newtonian_seeds"] = law.get("newtonian_seeds")
     return rows
+
+
+def _oracle_row(study, spec: dict, name: str, data: dict, workers: int, progress: bool) -> dict:
+    """Fit and search oracle ``name`` of :data:`ORACLES` on the probe set, as the models' probes read it; its row."""
+    oracle, window = ORACLES[name]
+    target = spec.get("target", "force-magnitude")
+    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol")
+    odir = study.path("controls", "oracles", name)
+    ospec = {"oracle": oracle, "window_steps": window or 3, "target": target,
+             **{k: spec["probe"][k] for k in keep if k in spec["probe"]}}
+    if window:  # the fair oracles read the window where the models' windows end
+        ospec["window_end"] = spec["train"].get("window_end", "planet")
+    okey = {"data": spec["data"]["probe"], **ospec}
+    result = study.stage(f"controls:oracle:{name}", okey, [odir], lambda: stages.oracle(data["probe"], odir, ospec))
+    held = result["metrics"]["heldout_unlabelled"]
+    return {"name": name, "kind": "oracle", "window": window, "target": target, "probe_r2": held.get("r2"),
+            "probe_r2_log": held.get("r2_log"), "linear_probe_r2": None, "linear_probe_r2_log": None,
+            "linear_probe_r2_accel": None, "linear_probe_r2_log_accel": None, "val_loss": None,
+            "predictions": str(odir / "predictions.csv"),
+            "law": _law(study, name, okey, odir, spec, workers, progress)}
 
 
 def _model_row(study, spec: dict, conf: dict, data: dict, workers: int, progress: bool, log_to: str) -> dict:
@@ -171,26 +175,29 @@ def _model_row(study, spec: dict, conf: dict, data: dict, workers: int, progress
             "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law}
 
 
-def _run_side_by_side(study, spec: dict, confs: list[dict], data: dict, workers: int, progress: bool,
+def _run_side_by_side(study, spec: dict, jobs: list, data: dict, workers: int, progress: bool,
                       log_to: str) -> list[dict]:
-    """:func:`_model_row` for each of ``confs`` in a pool of ``workers`` processes of one torch thread each
-    (each stage keeps its own marker, so a killed study resumes stage by stage as in one process); the rows in
-    the order of ``confs``. The stages print their names as they start; one bar counts the configurations."""
+    """The row of each of ``jobs`` (a model configuration, :func:`_model_row`, or an oracle's name,
+    :func:`_oracle_row`) in a pool of ``workers`` processes of one torch thread each (each stage keeps its own
+    marker, so a killed study resumes stage by stage as in one process); the rows in the order of ``jobs``. The
+    stages print their names as they start; one bar counts the rows."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
     from tqdm import tqdm
 
-    bar = tqdm(total=len(confs), desc="controls", unit="configuration", disable=not progress)
-    pool = ProcessPoolExecutor(min(workers, len(confs)), mp_context=get_context("spawn"),
+    bar = tqdm(total=len(jobs), desc="controls", unit="row", disable=not progress)
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("spawn"),
                                initializer=_one_thread_worker, initargs=(os.getpid(),))
-    try:  # the whole-sequence models first: they take longest (full: 22 min to train on one core, W = 3: 6)
-        first = sorted(range(len(confs)), key=lambda i: confs[i]["window"] is not None)
-        futures = {i: pool.submit(_model_row_in_worker, str(study.out), spec, confs[i], data, log_to) for i in first}
+    try:  # the whole-sequence models first: they take longest (full: 22 min to train on one core, W = 3: 5);
+        # the oracles (a minute or two each) last, where they fill a worker the last model leaves idle
+        rank = [0 if isinstance(j, dict) and j["window"] is None else 1 if isinstance(j, dict) else 2 for j in jobs]
+        first = sorted(range(len(jobs)), key=rank.__getitem__)
+        futures = {i: pool.submit(_row_in_worker, str(study.out), spec, jobs[i], data, log_to) for i in first}
         for future in as_completed(futures.values()):
             future.result()  # the first failure stops the study, with its own message
             bar.update()
-        return [futures[i].result() for i in range(len(confs))]
+        return [futures[i].result() for i in range(len(jobs))]
     finally:  # on an error or Ctrl-C, start nothing more
         pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
@@ -205,8 +212,11 @@ def _one_thread_worker(parent: int) -> None:
     torch.set_num_threads(1)
 
 
-def _model_row_in_worker(out: str, spec: dict, conf: dict, data: dict, log_to: str) -> dict:
-    return _model_row(stages.Study(out, progress=False), spec, conf, data, 1, False, log_to)
+def _row_in_worker(out: str, spec: dict, job, data: dict, log_to: str) -> dict:
+    study = stages.Study(out, progress=False)
+    if isinstance(job, str):
+        return _oracle_row(study, spec, job, data, 1, False)
+    return _model_row(study, spec, job, data, 1, False, log_to)
 
 
 def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool) -> dict:

@@ -123,18 +123,24 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
                         "checkpoint_every": max(1, token_steps // 4), "log_every": max(1, token_steps // 20),
                         "eval_sequences": 16},
         # a cosine decay: the constant-lr fine-tune of 1,000 steps fitted its own labels no better than held-out
-        # ones (R^2 ln|F| 0.86), under-trained (benchmarks/control_variants.py, the probe-* variants). 6,000 steps,
-        # not 3,000: at 3,000 every W = 3 seed over-predicted the weakest accelerations (+0.9 to +1.3% on the
-        # weakest quartile of |a|; benchmarks/control_residuals.py), an under-trained regressor's shrinkage, which
-        # 6,000 cut to +0.6% on W3-s2 (control_variants.py --variant probe-6k)
+        # ones (R^2 ln|F| 0.86), under-trained (benchmarks/control_variants.py, the probe-* variants).
         # 3,000 training systems, not 1,000: with 1,000 the weak corner of the prior (m2 < 0.3 M_sun, r > 3 AU;
         # about 12 training systems reach it) decided the verdict: every W = 3 readout over-predicted there
-        # (+5.3 to +7.8%) and the seeds read 2/5, 2/5, 4/5; without those 62 of 5,000 rows W3-s1 read 5/5, without
-        # 62 random rows 0-3/5 (benchmarks/control_corner.py). With 3,000 the three seeds read 5/5 each and the
-        # corner's bias -1.2 to -2.0%; W = 1 and the untrained control stay 0/5 (benchmarks/control_variants.py,
-        # probe-3x-systems). The held-out quarter (1,000 systems) is what symbolic regression reads, as before
+        # (+5.3 to +7.8%) and the seeds read 2/5, 2/5, 4/5 at 6,000 steps; without those 62 of 5,000 rows W3-s1
+        # read 5/5, without 62 random rows 0-3/5 (benchmarks/control_corner.py). With 3,000 the three seeds read
+        # 5/5 each and the corner's bias -1.2 to -2.0%; W = 1 and the untrained control stay 0/5
+        # (control_variants.py, probe-3x-systems). The held-out quarter (1,000 systems) is what symbolic
+        # regression reads, as before.
+        # 3,000 steps, not 6,000 (6,000 had cut an under-trained probe's shrinkage with 1,000 systems): with 3,000
+        # systems W3-s0, s1, s2 read 5/5 each at 3,000 steps too (C = 39.47, 39.36, 39.45), W = 1 0/5 (39% off),
+        # the untrained control 0/5 (6.1% off) (control_variants.py --variant probe-3k), at half the cost.
+        # windows_per_sequence 25: a W = 3 probe step reads each of its 16 sequences' 100 steps through its own
+        # window, and those probes were 40 of the preset's ~110 core-minutes; the probe's errors are mostly per
+        # system (RMS ln error 7.1% between systems, 2.7% within one, on W3-s0 before), so a quarter of each
+        # system's windows per step, drawn anew each step, keeps the 16 systems a step at a quarter of the cost
+        # (whole-sequence models read every step from one pass: discovery.probe.window_columns)
         "probe": {"steps": probe_steps, "batch": 16, "lr": 1e-3, "schedule": "cosine",
-                  "checkpoint_every": max(1, probe_steps // 4),
+                  "checkpoint_every": max(1, probe_steps // 4), "windows_per_sequence": 25,
                   "train_sequences": probe - quarter, "heldout_sequences": quarter, "eval_train_sequences": 64,
                   "near_train": 5000, "seed": 0},
         "linear_probe": {"train_sequences": quarter, "heldout_sequences": quarter, "sequences": min(quarter, 1000),
@@ -147,9 +153,9 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
 
 _SR = {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000}
 PRESETS["smoke"]["controls"] = _controls(64, 48, 20, 10, [0], dict(PRESETS["smoke"]["discover"]), 10)
-PRESETS["cpu"]["controls"] = _controls(2000, 4000, 8000, 6000, [0, 1, 2], _SR, 300)
-PRESETS["gpu-109m"]["controls"] = _controls(2000, 4000, 8000, 6000, [0, 1, 2], _SR, 300)
-PRESETS["controls"] = {"controls": _controls(2000, 4000, 8000, 6000, [0, 1, 2], _SR, 300)}
+PRESETS["cpu"]["controls"] = _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
+PRESETS["gpu-109m"]["controls"] = _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
+PRESETS["controls"] = {"controls": _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)}
 
 PRESETS["gpu-109m-rope"] = copy.deepcopy(PRESETS["gpu-109m"])
 PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
