@@ -11,9 +11,9 @@
   N orbitlaw run --preset gpu-109m ...`` on GPUs; not run on CPU.
 - ``gpu-109m-rope``: the same with rotary positions, the variant for length extrapolation (learned
   positions cannot be evaluated past their block).
-- ``controls``: the positive and negative controls alone (:mod:`orbitlaw.study.controls`), about 35
-  minutes on 2 CPU cores. Every other preset runs the same controls beside its models (``smoke`` at toy
-  size), so each report reads against them.
+- ``controls``: the positive and negative controls alone (:mod:`orbitlaw.study.controls`), 32 minutes on 2
+  CPU cores (measured, ``benchmarks/controls.py``). Every other preset runs the same controls beside its
+  models (``smoke`` at toy size), so each report reads against them.
 
 At ``smoke`` and ``cpu`` scale the models are pretrained on the ``two-body`` preset (the same
 distribution as their probe set) instead of ``vafa2025``: a tiny model learns one distribution in
@@ -138,7 +138,9 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
         # window, and those probes were 40 of the preset's ~110 core-minutes; the probe's errors are mostly per
         # system (RMS ln error 7.1% between systems, 2.7% within one, on W3-s0 before), so a quarter of each
         # system's windows per step, drawn anew each step, keeps the 16 systems a step at a quarter of the cost
-        # (whole-sequence models read every step from one pass: discovery.probe.window_columns)
+        # (whole-sequence models read every step from one pass: discovery.probe.window_columns). Measured whole
+        # (benchmarks/controls.py): W3-s0, s1, s2 newtonian 5/5, 4/5, 5/5, W = 1 and the untrained control 0/5,
+        # every row in 32 min on two cores
         "probe": {"steps": probe_steps, "batch": 16, "lr": 1e-3, "schedule": "cosine",
                   "checkpoint_every": max(1, probe_steps // 4), "windows_per_sequence": 25,
                   "train_sequences": probe - quarter, "heldout_sequences": quarter, "eval_train_sequences": 64,
