@@ -238,8 +238,12 @@ class ForceProbe(nn.Module):
 
 def masked_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean squared error over the finite entries of ``target`` (NaN marks an unlabelled position); pred
-    and target (B, T, dim). Every labelled entry of the batch weighs the same (the orbitlaw loss)."""
+    and target (B, T, dim). Every labelled entry of the batch weighs the same (the orbitlaw loss). A batch
+    without a label (a windowed step, ``windows_per_sequence``, may draw none of a held-out batch's few) has
+    zero loss and gradient."""
     keep = torch.isfinite(target)
+    if not keep.any():
+        return pred.float().sum() * 0.0
     return torch.mean((pred.float()[keep] - target[keep]) ** 2)
 
 
@@ -289,10 +293,10 @@ def predict(model: ForceProbe, split, sequences: np.ndarray, context: int, batch
 
 def window_columns(cfg: ProbeConfig, chunk: int | None, positions: int, step: int) -> np.ndarray:
     """Which of the ``positions`` read positions fine-tuning step ``step`` reads (sorted indices). A windowed
-    model (``chunk`` tokens) reads each position through its own window, so a step's cost grows with the
-    positions it reads; with ``cfg.windows_per_sequence`` = k it reads k of them, drawn without replacement by
-    (seed, step) alone (so a resumed probe draws the same), the same k for every sequence of the batch. A
-    whole-sequence model gets every position from one pass, and reads them all."""
+    model (``chunk`` tokens) reads each position of an input longer than its window through its own window, so
+    a step's cost grows with the positions it reads; with ``cfg.windows_per_sequence`` = k it reads k of them,
+    drawn without replacement by (seed, step) alone (so a resumed probe draws the same), the same k for every
+    sequence of the batch. A whole-sequence model gets every position from one pass, and reads them all."""
     k = cfg.windows_per_sequence
     if chunk is None or k is None or k >= positions:
         return np.arange(positions)

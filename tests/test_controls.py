@@ -409,3 +409,15 @@ def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, t
                "--windows-per-sequence", "0", "--quiet")
     assert out.returncode != 0 and "windows-per-sequence" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_batch_without_a_label_has_zero_loss():
+    from orbitlaw.discovery.probe import masked_mse
+
+    pred = torch.ones(2, 3, 1, requires_grad=True)
+    loss = masked_mse(pred, torch.full((2, 3, 1), float("nan")))
+    loss.backward()
+    assert loss.item() == 0.0 and torch.equal(pred.grad, torch.zeros_like(pred))
+    target = torch.full((2, 3, 1), float("nan"))
+    target[0, 1] = 3.0
+    assert masked_mse(pred, target).item() == 4.0

@@ -97,3 +97,15 @@ def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
         law = discover_law(table, "a_pred", seeds=1, points=50, restarts=1, settings=SearchSettings(budget=1000),
                            protocol=spec["protocol"], quantity="acceleration", **kwargs)
         assert law["settings"]["tolerance"] == (tolerance or 0.0) and law["verdict"]
+
+
+@pytest.mark.parametrize("preset", ["smoke", "cpu", "gpu-109m", "controls"])
+@pytest.mark.parametrize("protocol", ["orbitlaw", "reference"])
+def test_the_controls_probe_settings_are_valid_under_both_protocols(preset, protocol):
+    """The fine-tune a study hands its controls' probes passes ProbeConfig's checks before any stage runs (the
+    reference's fine-tune reads every labelled step: no windows_per_sequence)."""
+    from orbitlaw.discovery.probe import ProbeConfig
+
+    probe = study_config(preset, protocol=protocol)["controls"]["probe"]
+    ProbeConfig(run="r", data="d", out="o", target="acceleration-magnitude", **probe).validate()
+    assert ("windows_per_sequence" in probe) == (protocol == "orbitlaw")

@@ -192,6 +192,7 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
         controls["discover"]["protocol"] = protocol
         if protocol == "reference":  # the reference's symbolic regression chooses by score: no precision to set
             controls["discover"].pop("tolerance", None)
+            controls["probe"].pop("windows_per_sequence", None)  # its fine-tune reads every labelled step
         if seed:
             for name in ("pretrain", "probe"):
                 controls["data"][name]["seed"] += seed
