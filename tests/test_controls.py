@@ -345,8 +345,13 @@ def test_window_columns_are_a_pure_function_of_seed_and_step():
     np.testing.assert_array_equal(window_columns(cfg, 6, 4, 3), np.arange(4))  # k >= positions: all of them
 
 
-def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, tmp_path):
+def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, tmp_path, monkeypatch):
+    import os
+    import signal
+
     from orbitlaw.discovery.probe import ProbeConfig, finetune
+    from orbitlaw.models.gpt import GPT
+    from orbitlaw.models.loop import TrainingStopped
 
     pre, probe = data
     train(_config(pre, tmp_path / "run", max_steps=3), progress=False)
@@ -358,28 +363,20 @@ def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, t
                            checkpoint_every=2, train_sequences=12, heldout_sequences=12, schedule="cosine",
                            target="acceleration-magnitude", **kw)
 
-    from orbitlaw.models.gpt import GPT
-
     original = GPT.hidden_states
 
     def counting(self, tokens, at=None):
         reads.append(None if at is None else len(at))
         return original(self, tokens, at)
 
-    GPT.hidden_states = counting
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(GPT, "hidden_states", counting)
         ref = finetune(cfg("run", "p", windows_per_sequence=5), progress=False)
-    finally:
-        GPT.hidden_states = original
     assert reads[:4] == [5, 5, 5, 5]  # the fine-tuning steps read 5 windows of each sequence; predicting, all
     assert all(r == 20 for r in reads[4:]) and ref["positions_per_step"] == 5
     assert json.loads((tmp_path / "p" / "metrics.json").read_text())["settings"]["windows_per_sequence"] == 5
+
     # stopped by SIGTERM during step 3 (it saves there), then run again: the uninterrupted result
-    import os
-    import signal
-
-    from orbitlaw.models.loop import TrainingStopped
-
     def killing(self, tokens, at=None):
         reads.append(None)
         if len(reads) == 3:
@@ -387,12 +384,9 @@ def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, t
         return original(self, tokens, at)
 
     reads.clear()
-    GPT.hidden_states = killing
-    try:
-        with pytest.raises(TrainingStopped):
-            finetune(cfg("run", "resumed", windows_per_sequence=5), progress=False)
-    finally:
-        GPT.hidden_states = original
+    with monkeypatch.context() as patch, pytest.raises(TrainingStopped):
+        patch.setattr(GPT, "hidden_states", killing)
+        finetune(cfg("run", "resumed", windows_per_sequence=5), progress=False)
     resumed = tmp_path / "resumed"
     assert (resumed / "latest").read_text().strip() == "ckpt-00000003" and not (resumed / "metrics.json").exists()
     finetune(cfg("run", "resumed", windows_per_sequence=5), progress=False)
