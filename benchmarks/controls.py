@@ -16,10 +16,10 @@ and its result), for a study stopped before its end; the rows not finished are l
 earlier ``controls.json`` of this same preset config) carries over its rows for the configurations that no
 directory has finished, each still naming the ``study`` it came from and marked ``"carried_from": FILE``.
 
-Beside each row's verdict at the preset's precision (``discover --tolerance 0.01``), ``law_exact`` is the
-verdict of the same symbolic regression on the same predictions as an exact test (tolerance 0), each in its
-own cached stage (``STUDY/controls/laws-exact/<name>/LAW.json``, not counted in ``wall_seconds``); with
-``--from-stages`` a finished exact test is read from its marker like the row's other stages.
+Each row carries its law as the study's one verdict rule decides it (``law``) and the exact test's law on the
+same search (``law["exact"]``: the seeds' choices with no precision), with that exact law's departure from
+Newton's form and its 95% interval over systems (``newton_departure_exact``, ``_ci95``). ``pass_rule`` and
+``passes`` apply :data:`orbitlaw.study.controls.PASS_RULE` (written before the replications ran) to the rows.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
-from orbitlaw.study.controls import ORACLES, configurations, run_controls
+from orbitlaw.study.controls import ORACLES, PASS_RULE, configurations, passes, run_controls
 from orbitlaw.study.pipeline import default_workers, run_study
 from orbitlaw.study.presets import study_config
 
@@ -135,30 +135,23 @@ def main() -> None:
     keep = ("name", "kind", "study", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2",
             "linear_probe_r2_log", "linear_probe_r2_accel", "linear_probe_r2_log_accel", "val_loss", "newtonian",
             "verdict", "newtonian_seeds")
-    laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents", "newton_departure")
-    exact = {**results["config"]["controls"]["discover"], "tolerance": 0.0}
-    rows = []
-    for c in results["controls"]:
-        study = stages.Study(c.get("study", out), progress=False)  # beside the row's own stages
-        law_file = study.path("controls", "laws-exact", c["name"], "LAW.json")
-        target = c.get("target", "force-magnitude")
-        key = {"predictions": c["predictions"], "target": target, **exact}
-        # --from-stages takes a finished exact test as it takes the row's other stages
-        law_exact = finished(c.get("study", out), f"exact:law:{c['name']}", key) if args.from_stages else None
-        if law_exact is None:
-            law_exact = study.stage(f"exact:law:{c['name']}", key, [law_file.parent],
-                                    lambda c=c, f=law_file, t=target: stages.law(
-                                        Path(c["predictions"]), f, exact, 2, False, t))
-        rows.append({**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws},
-                     "law_exact": {k: law_exact.get(k) for k in ("expression", "verdict", "newtonian_seeds")}})
+    laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents",
+            "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution", "rule",
+            "newton_test", "exact")
+    rows = [{**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws}} for c in results["controls"]]
     if args.previous:
         rows += carried_rows(Path(args.previous), results["config"]["controls"], missing)
         missing = [name for name in missing if name not in {row["name"] for row in rows}]
         order = [c["name"] for c in configurations(results["config"]["controls"])] + list(ORACLES)
         rows.sort(key=lambda row: order.index(row["name"]))
     positive = [c for c in rows if c["kind"] == "model" and "-s" in c["name"]]
+    try:
+        verdict = passes(rows)
+    except ValueError as exc:  # an --only run without the controls the rule reads
+        verdict = {"passed": None, "reasons": [str(exc)]}
     doc = {"benchmark": "controls", "wall_seconds": span, "this_invocation_seconds": round(this_run, 1),
            "target_seconds": TARGET_SECONDS, "within_target": None if span is None else span <= TARGET_SECONDS,
+           "seed": args.seed, "pass_rule": PASS_RULE, "passes": verdict,
            "positive_control_newtonian_training_seeds": f"{sum(c['newtonian'] for c in positive)}/{len(positive)}",
            "controls": rows, "not_finished": missing, "run": ("the finished stages of a stopped study"
                                                              if args.from_stages else args.only or "the whole study"),
@@ -166,7 +159,7 @@ def main() -> None:
            "code_version": code_version(), "dependency_versions": dependency_versions(),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     write_json_atomic(Path(args.result), doc)
-    keys = ("wall_seconds", "within_target", "positive_control_newtonian_training_seeds")
+    keys = ("wall_seconds", "within_target", "positive_control_newtonian_training_seeds", "passes")
     print(json.dumps({k: doc[k] for k in keys}))
 
 

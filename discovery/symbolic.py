@@ -155,7 +155,7 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     rows, held = split_rows(len(y), points, seed)
     Xs, ys, Xh, yh = X[rows], y[rows], X[held], y[held]
     symbols = placeholders(X.shape[1])
-    found = []
+    found = powerlaw.screen_candidates(Xs, ys, symbols)  # integer, fractional and real exponents
     base = powerlaw.screen(Xs, ys, symbols)
     clean = ~outliers.gross_errors(Xs, ys)  # the search alone leaves gross errors out (see outliers)
     with np.errstate(all="ignore"):
@@ -164,7 +164,6 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
         for restart in range(restarts):
             found += search(backend, Xs[clean], ys[clean], seed=seed * 1000 + restart, settings=settings)
     else:  # search the departure g = y / base from the best power law; candidates are base * g
-        found.append(base)
         residual = dataclasses.replace(settings, maxsize=max(3, settings.maxsize - laws.complexity(base) + 1))
         for restart in range(restarts):
             found += [base * g for g in search(backend, Xs[clean], ratio[clean], seed=seed * 1000 + restart,
@@ -188,9 +187,12 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     held_out = [laws.Candidate(c.expr, c.complexity, float(np.mean(per_row[str(c.expr)]))) for c in polished]
     front = laws.pareto(held_out)
     chosen = laws.choose(front, selection, per_row, held_pred, tolerance, metric)
-    expr = _robust_constant(chosen.expr, symbols, X[np.concatenate([rows, held])], y[np.concatenate([rows, held])],
-                            metric)
-    return {"seed": seed, "expression": str(expr), "error": chosen.error, "complexity": chosen.complexity,
+    exact = laws.choose(front, selection, per_row, held_pred, 0.0, metric) if tolerance else chosen
+    both = np.concatenate([rows, held])
+    expr = _robust_constant(chosen.expr, symbols, X[both], y[both], metric)
+    exact_expr = expr if exact is chosen else _robust_constant(exact.expr, symbols, X[both], y[both], metric)
+    return {"seed": seed, "expression": str(expr), "exact_expression": str(exact_expr), "exact_error": exact.error,
+            "error": chosen.error, "complexity": chosen.complexity,
             "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held),
             "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu, "pareto": [c.to_dict() for c in front]}
@@ -203,9 +205,18 @@ def _robust_constant(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarra
     power = laws.power_law(expr, names)
     if power is None:
         return expr
-    exponents = [power["exponents"][n] for n in names]
-    c = powerlaw.fit_constant(X, y, exponents, metric)
+    exponents = [_exponent(expr, s, power["exponents"][n]) for s, n in zip(symbols, names, strict=True)]
+    c = powerlaw.fit_constant(X, y, [float(k) for k in exponents], metric)
     return expr if c is None or c == 0 else powerlaw.expression(c, exponents, symbols)
+
+
+def _exponent(expr: sympy.Expr, symbol: sympy.Symbol, value: float):
+    """The exponent of ``symbol`` in the power law ``expr``: exact when it is a fraction (3/2), else ``value``
+    (real exponents rounded to :data:`powerlaw.FREE_DECIMALS` decimals, as the screen proposes them)."""
+    exp = sympy.expand_power_base(expr, force=True).as_powers_dict().get(symbol)
+    if exp is not None and exp.is_Rational:
+        return exp
+    return value if float(value).is_integer() else round(float(value), powerlaw.FREE_DECIMALS)
 
 
 PROTOCOLS = ("orbitlaw", "reference")
@@ -398,7 +409,8 @@ def _parses(result, n_features: int) -> bool:
     :mod:`orbitlaw.discovery.expression_text`, never evaluated)."""
     symbols = {str(s): s for s in placeholders(n_features)}
     try:
-        for text in [result["expression"], *(c["expression"] for c in result["pareto"])]:
+        for text in [result["expression"], result.get("exact_expression", result["expression"]),
+                     *(c["expression"] for c in result["pareto"])]:
             expression_text.parse(text, symbols)
     except (ValueError, KeyError, TypeError):
         return False
@@ -415,18 +427,17 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     locals_ = {n: s for n, s in zip(names, symbols, strict=True)}
     exprs = [expression_text.parse(r["expression"], locals_) for r in per_seed]
     forms = [laws.form(e, names) for e in exprs]
-    # The seeds vote on the verdict's level of detail: a power law by its exponents, anything else as "not a
-    # power law" (five seeds with five different non-power laws agree that it is not a power law).
-    ballots = [f if f.startswith("power_law:") else "not-a-power-law" for f in forms]
-    votes = Counter(ballots)
-    errors = [r["error"] for r in per_seed]
-    median_error = {b: float(np.median([e for e, g in zip(errors, ballots, strict=True) if g == b])) for b in votes}
-    winner = max(votes, key=lambda b: (votes[b], -median_error[b], b))
-    members = [i for i, b in enumerate(ballots) if b == winner]
-    # the representative: the exact form most of the winning seeds chose, then the lowest held-out error
-    shared = Counter(forms[i] for i in members)
-    best = min(members, key=lambda i: (-shared[forms[i]], per_seed[i]["error"], i))
+    votes, winner, best, shared = _vote(forms, [r["error"] for r in per_seed])
     final = _refit_all_rows(exprs[best], forms[best], symbols, X, y, metric)
+    # the exact test's law (before the precision replaced anything): the seeds' own exact choices, voted alike
+    exact_exprs = [expression_text.parse(r.get("exact_expression", r["expression"]), locals_) for r in per_seed]
+    if [str(e) for e in exact_exprs] == [str(e) for e in exprs]:
+        exact, exact_votes, exact_winner = final, votes, winner
+    else:
+        exact_forms = [laws.form(e, names) for e in exact_exprs]
+        exact_votes, exact_winner, exact_best, _ = _vote(exact_forms, [r.get("exact_error", r["error"])
+                                                                       for r in per_seed])
+        exact = _refit_all_rows(exact_exprs[exact_best], exact_forms[exact_best], symbols, X, y, metric)
 
     def judged(expr):
         power = laws.power_law(expr, names)
@@ -439,6 +450,8 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         power = judged(e)
         grade = verdicts.form_grade(power, quantity)
         rows.append({**r, "expression": _render(e, features), "power_law": power,
+                     "exact_expression": _render(expression_text.parse(r.get("exact_expression", r["expression"]),
+                                                                       locals_), features),
                      "newtonian": grade == "newtonian", "verdict": grade,
                      "pareto": [{**c, "expression": _render(expression_text.parse(c["expression"], locals_),
                                                             features)} for c in r["pareto"]]})
@@ -449,8 +462,10 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     if power is not None and metric == "log":
         se = verdicts.exponent_errors(X, y, [power["exponents"][f] for f in features])
         exponent_se = None if se is None else {f: float(s) for f, s in zip(features, se, strict=True)}
+    precision = float(config.get("tolerance", 0.0))
+    test = verdicts.newton_test(X, y, features, quantity, precision, seed=len(per_seed), groups=groups)
     verdict, reasons = verdicts.grade(power, rows=len(y), majority=majority, law_error=final.error,
-                                      baseline_error=baseline, exponent_se=exponent_se, quantity=quantity)
+                                      baseline_error=baseline, exponent_se=exponent_se, quantity=quantity, test=test)
     if power is not None:
         exponents = [power["exponents"][f] for f in features]
         power["exponent_se"] = exponent_se
@@ -461,18 +476,12 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         power["G_relative_error"] = (power["constant"] - G) / G if newton_form else None
         power["G_relative_error_ci95"] = [(c - G) / G for c in interval] if newton_form and interval else None
     rendered = final.expr.xreplace(dict(zip(symbols, [sympy.Symbol(f) for f in features], strict=True)))
-    newton_departure = None
-    newton_k = verdicts.newton_exponents(quantity)
-    if (set(features) <= set(newton_k) and {f for f, k in newton_k.items() if k} <= set(features)
-            and metric == "log" and np.all(X > 0)):
-        exponents = [newton_k[f] for f in features]
-        c = powerlaw.fit_constant(X, y, exponents, metric)
-        if c:
-            newton = c * np.prod(X ** np.asarray(exponents, dtype=np.float64), axis=1)
-            d = laws.departure(laws.evaluate(final.expr, symbols, X), newton, "log")
-            newton_departure = d if math.isfinite(d) else None  # a law that predicts <= 0 somewhere: undefined
-    fitted = (dict(zip(features, map(float, powerlaw.fit_exponents(X, y)), strict=True))
-              if powerlaw.applicable(X, y) else None)
+    departure = _departure_from_newton(final.expr, symbols, X, y, features, quantity, metric)
+    exact_departure = _departure_from_newton(exact.expr, symbols, X, y, features, quantity, metric, groups,
+                                             seed=len(per_seed))
+    fitted = test["exponents"] if test else (dict(zip(features, map(float, powerlaw.fit_exponents(X, y)), strict=True))
+                                             if powerlaw.applicable(X, y) else None)
+    exact_power = judged(exact.expr)
     return {
         "expression": _render(final.expr, features),
         "expression_latex": sympy.latex(rendered),
@@ -480,11 +489,21 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "inconclusive_reasons": reasons,
         "newtonian": verdict == "newtonian",
         "power_law": power,
+        "newton_test": test,
+        "resolution": test["resolution"] if test else None,
+        "rule": rule_of(config),
         "error": final.error,
         "error_metric": metric,
         "constant_error": baseline,
-        "newton_departure": newton_departure,
+        "newton_departure": departure and departure[0],
+        "exact": {"expression": _render(exact.expr, features), "form": verdicts.form_grade(exact_power, quantity),
+                  "power_law": exact_power, "seeds_agreeing": exact_votes[exact_winner],
+                  "newton_departure": exact_departure and exact_departure[0],
+                  "newton_departure_ci95": exact_departure and exact_departure[1]},
+        "newton_departure_exact": exact_departure and exact_departure[0],
+        "newton_departure_exact_ci95": exact_departure and exact_departure[1],
         "fitted_exponents": fitted,
+        "fitted_exponents_ci95": test["exponents_ci95"] if test else None,
         "complexity": final.complexity,
         "seeds": len(per_seed),
         "seeds_agreeing": votes[winner],
@@ -499,6 +518,62 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "code_version": code_version(),
         "dependency_versions": dependency_versions(),
     }
+
+
+def rule_of(config: dict) -> dict:
+    """The rule a verdict was decided by, as every law row states it: the precision (tolerance: an RMS of ln),
+    the quantity whose Newtonian form counts, the model selection, the protocol and the intervals' level."""
+    return {"precision": float(config.get("tolerance", 0.0)), "quantity": config.get("quantity", "force"),
+            "selection": config.get("selection", "se"), "metric": config["metric"],
+            "protocol": config.get("protocol", "orbitlaw"),
+            "interval": f"{verdicts.INTERVAL_LEVEL:.0%} bootstrap over systems"}
+
+
+def _vote(forms: list[str], errors: list[float]) -> tuple[Counter, str, int, Counter]:
+    """The seeds' vote on ``forms`` (:func:`law.form` of each seed's law): the votes, the winning ballot, the
+    representative seed and how many of the winners share its exact form.
+
+    The seeds vote on the verdict's level of detail: a power law by its exponents, anything else as "not a power
+    law" (five seeds with five different non-power laws agree that it is not a power law). The representative
+    is the exact form most of the winning seeds chose, then the lowest held-out error."""
+    ballots = [f if f.startswith("power_law:") else "not-a-power-law" for f in forms]
+    votes = Counter(ballots)
+    median_error = {b: float(np.median([e for e, g in zip(errors, ballots, strict=True) if g == b])) for b in votes}
+    winner = max(votes, key=lambda b: (votes[b], -median_error[b], b))
+    members = [i for i, b in enumerate(ballots) if b == winner]
+    shared = Counter(forms[i] for i in members)
+    best = min(members, key=lambda i: (-shared[forms[i]], errors[i], i))
+    return votes, winner, best, shared
+
+
+def _departure_from_newton(expr: sympy.Expr, symbols, X: np.ndarray, y: np.ndarray, features: list[str],
+                           quantity: str, metric: str, groups: np.ndarray | None = None,
+                           seed: int | None = None) -> tuple[float, list[float] | None] | None:
+    """How far the law ``expr`` is from Newton's form for ``quantity`` on the rows: the RMS of
+    ln(law / C_N * Newton's form), C_N fitted on the rows (:func:`powerlaw.fit_constant`), with (when ``seed``
+    is given) its 95% interval over bootstrap resamples of whole systems (``groups``), the law held fixed and
+    C_N refitted on each resample. None unless every feature is one of r, m1, m2 with Newton's among them, the
+    metric is log and the law is positive and finite on every row."""
+    newton_k = verdicts.newton_exponents(quantity)
+    if not (set(features) <= set(newton_k) and {f for f, k in newton_k.items() if k} <= set(features)
+            and metric == "log" and np.all(X > 0)):
+        return None
+    basis = np.log(X) @ np.asarray([newton_k[f] for f in features], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        law = np.log(laws.evaluate(expr, symbols, X))
+    if not np.all(np.isfinite(law)):
+        return None  # a law that predicts <= 0 somewhere: undefined
+    residual = np.log(y) - basis  # ln C_N is its median
+
+    def rms(idx):
+        return float(np.sqrt(np.mean((law[idx] - basis[idx] - np.median(residual[idx])) ** 2)))
+
+    value = rms(slice(None))
+    if seed is None:
+        return value, None
+    draw = powerlaw.Resampler(len(y), seed, groups)
+    lo, hi = powerlaw.percentile_interval(np.array([rms(draw.next()) for _ in range(1000)]), verdicts.INTERVAL_LEVEL)
+    return value, [float(lo), float(hi)]
 
 
 def _refit_all_rows(expr: sympy.Expr, form: str, symbols, X, y, metric: str) -> laws.Candidate:

@@ -9,7 +9,7 @@ import pytest
 
 from orbitlaw.cli import main
 from orbitlaw.models.train import TrainConfig
-from orbitlaw.study.presets import PRESETS, study_config
+from orbitlaw.study.presets import PRESETS, VERDICT_RULE, study_config
 
 REFERENCE_RECIPE = {"preset": "gpt-109m", "pos": "learned", "lr": 6e-4, "schedule": "constant", "warmup_steps": 0,
                     "batch_size": 512, "max_steps": 600_000}
@@ -82,7 +82,8 @@ def test_training_precision_is_validated():
 
 @pytest.mark.parametrize("preset", ["smoke", "cpu", "controls"])
 def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
-    """The controls judge at the 1% precision under orbitlaw; the reference's score selection takes none."""
+    """The controls and the models are judged by one rule, VERDICT_RULE: 1% precision under orbitlaw, the reference's
+    score selection (no precision) under reference."""
     from orbitlaw.discovery.backends import SearchSettings
     from orbitlaw.discovery.symbolic import discover_law
 
@@ -90,13 +91,20 @@ def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
     rng = np.random.default_rng(0)
     table = {"r": rng.uniform(1, 3, 200), "m1": rng.uniform(0.2, 1, 200), "m2": rng.uniform(0.2, 1, 200)}
     table["a_pred"] = G * table["m2"] / table["r"] ** 2
-    for protocol, tolerance in (("orbitlaw", 0.01), ("reference", None)):
-        spec = study_config(preset, protocol=protocol)["controls"]["discover"]
-        assert spec.get("tolerance") == tolerance
-        kwargs = {"tolerance": spec["tolerance"]} if "tolerance" in spec else {}
+    for protocol, tolerance in (("orbitlaw", 0.01), ("reference", 0.0)):
+        config = study_config(preset, protocol=protocol)
+        spec = config["controls"]["discover"]
+        # one rule: the controls' symbolic regression is the models' (and the LLM answers')
+        assert {k: spec[k] for k in ("tolerance", "selection")} == VERDICT_RULE[protocol]
+        if preset != "controls":
+            assert {k: config["discover"][k] for k in ("tolerance", "selection")} == VERDICT_RULE[protocol]
+        assert config["verdict_rule"] == {**VERDICT_RULE[protocol], "protocol": protocol}
+        assert spec["tolerance"] == tolerance
         law = discover_law(table, "a_pred", seeds=1, points=50, restarts=1, settings=SearchSettings(budget=1000),
-                           protocol=spec["protocol"], quantity="acceleration", **kwargs)
-        assert law["settings"]["tolerance"] == (tolerance or 0.0) and law["verdict"]
+                           protocol=spec["protocol"], quantity="acceleration", tolerance=spec["tolerance"],
+                           selection=spec["selection"])
+        assert law["settings"]["tolerance"] == tolerance and law["verdict"]
+        assert law["rule"]["precision"] == tolerance and law["rule"]["quantity"] == "acceleration"
 
 
 @pytest.mark.parametrize("preset", ["smoke", "cpu", "gpu-109m", "controls"])

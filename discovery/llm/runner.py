@@ -36,13 +36,14 @@ SR_RESTARTS = 3
 
 
 def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, restarts: int = SR_RESTARTS,
-             resume_dir: Path | None = None, settings=None, target: str = "F_pred") -> dict:
+             resume_dir: Path | None = None, settings=None, target: str = "F_pred", rule: dict | None = None) -> dict:
     """Symbolic regression of ``target`` (F_pred; F_true for the control) on (r, m1, m2) over answer rows, through
     :func:`orbitlaw.discovery.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
     ``restarts``): its LAW dict (``expression``, ``newtonian``, ``power_law``, ``per_seed``, ``pareto``,
     ...), or ``{"status": "failed"|"unavailable", "reason": ...}`` when it cannot run (too few answers, a
     constant answer, no SR package). ``settings``: a :class:`orbitlaw.discovery.backends.SearchSettings` (None:
-    the defaults)."""
+    the defaults); ``rule``: the verdict's ``selection`` and ``tolerance`` (a study passes its own, so that the
+    answers are judged as its models are; None: discover_law's defaults)."""
     try:
         from orbitlaw.discovery.symbolic import discover_law
     except ImportError as exc:
@@ -50,7 +51,7 @@ def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, r
     try:
         return discover_law(answers_table(rows), target=target, features=("r", "m1", "m2"), seeds=int(seeds),
                             points=int(points), restarts=int(restarts), backend="operon", resume_dir=resume_dir,
-                            settings=settings)
+                            settings=settings, **(rule or {}))
     except ValueError as exc:  # e.g. a constant answer: there is no law to find
         return {"status": "failed", "reason": str(exc)}
 
@@ -133,7 +134,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
         reference_prompt: bool = False, settings: Settings | None = None, concurrency: int = 4,
         timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0, run_discovery: bool = True,
         sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS,
-        sr_restarts: int = SR_RESTARTS, sr_settings=None, progress: bool = True,
+        sr_restarts: int = SR_RESTARTS, sr_settings=None, progress: bool = True, sr_rule: dict | None = None,
         preset: str = "two-body-exoplanet") -> dict:
     """Run one model on ``systems`` one-planet systems of ``preset`` into ``out`` (see the module docstring).
 
@@ -199,10 +200,10 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     law_control = previous.get("law_control")
     if run_discovery:
         law[model] = discover(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
-                              resume_dir=out / "sr" / slug, settings=sr_settings)
+                              resume_dir=out / "sr" / slug, settings=sr_settings, rule=sr_rule)
         if all_rows:
             law_control = control(all_rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
-                                  resume_dir=out / "sr" / "control", settings=sr_settings)
+                                  resume_dir=out / "sr" / "control", settings=sr_settings, rule=sr_rule)
     runs = dict(previous.get("config", {}).get("runs", {}))
     runs[model] = {"provider": provider, "base_url": public_url(base_url), "settings": settings.as_dict(),
                    "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
@@ -261,8 +262,9 @@ def summarise(results: list[dict]) -> dict:
 
 def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_discovery: bool = True,
           sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS, sr_restarts: int = SR_RESTARTS,
-          sr_settings=None, figure: str | Path | None = None) -> dict:
-    """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON)."""
+          sr_settings=None, figure: str | Path | None = None, sr_rule: dict | None = None) -> dict:
+    """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON). ``sr_rule``: the
+    verdict's selection and tolerance (:func:`discover`)."""
     from orbitlaw.discovery.llm.score import score_reference
     from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 
@@ -279,10 +281,10 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
         for model in sorted({r["model"] for r in results}):
             mine = [row for row in rows if row["model"] == model]
             law[model] = discover(mine, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
-                                  settings=sr_settings) if mine else {
+                                  settings=sr_settings, rule=sr_rule) if mine else {
                 "status": "skipped", "reason": "no states (true_state_<i>.npy) for r, m1, m2"}
     law_control = control(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
-                          settings=sr_settings) if run_discovery and rows else None
+                          settings=sr_settings, rule=sr_rule) if run_discovery and rows else None
     doc = {"results": results, "law": law, "law_control": law_control, "summary": summarise(results),
            "config": {"prompts": str(prompts), "predictions": str(predictions),
                       "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}

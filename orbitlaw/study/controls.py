@@ -65,6 +65,31 @@ TARGET_TEXT = {"force-magnitude": ("|F|", "M☉ AU/yr²", "-2, 1, 1"),
 """Per probe target: its symbol, its unit, and Newton's exponents (r, m1, m2), for the report and figures."""
 
 
+PASS_RULE = """The controls pass when, under the study's one verdict rule (presets.VERDICT_RULE: the acceleration's
+law at 1% precision, se selection, Newton's form AND the free fit's exponents and the constant within 1% of
+Newton's and 4π² over 95% intervals resampled by system):
+  (1) at least 2 of the 3 positive-control rows (W3-s<k>, one per training seed) are `newtonian`, and
+  (2) neither negative control (W1, W3-untrained) is `newtonian`.
+Written before the replications at `--seed 5` and `--seed 10` ran (no data, training, probe or search seed of
+those runs was used while the design was chosen: design seeds were data 10/11, training 0-2, probe 0, SR 0-4);
+every replication is reported, passing or not, with each row's exact law and its departure from Newton."""
+
+
+def passes(rows: list[dict]) -> dict:
+    """The :data:`PASS_RULE` on a controls study's rows: ``{"passed", "positive": "k/n", "negatives_newtonian":
+    [names], "reasons"}`` (the rows must include the positive and negative controls)."""
+    positive = [r for r in rows if r["kind"] == "model" and "-s" in r["name"]]
+    negative = [r for r in rows if r["name"] == "W1" or r["name"].endswith("-untrained")]
+    if len(positive) < 3 or len(negative) < 2:
+        raise ValueError("the pass rule needs the three positive-control rows and both negative controls")
+    k = sum(bool(r["newtonian"]) for r in positive)
+    wrong = [r["name"] for r in negative if r["newtonian"]]
+    reasons = ([f"positive control newtonian in {k}/{len(positive)} training seeds (needs 2)"] if k < 2 else []) + (
+        [f"negative control newtonian: {', '.join(wrong)}"] if wrong else [])
+    return {"passed": not reasons, "positive": f"{k}/{len(positive)}", "negatives_newtonian": wrong,
+            "reasons": reasons}
+
+
 def target_text(row: dict) -> tuple[str, str, str]:
     """(symbol, unit, Newton's exponents) of a control row's probe target (rows before targets: |F|)."""
     return TARGET_TEXT[row.get("target", "force-magnitude")]

@@ -147,9 +147,7 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
                   "near_train": 5000, "seed": 0},
         "linear_probe": {"train_sequences": quarter, "heldout_sequences": quarter, "sequences": min(quarter, 1000),
                          "steps_per_sequence": 10},
-        # the verdict's 1% precision (discover --tolerance 0.01, fixed with the discovery benchmark before any
-        # control ran): the exact test certifies no learned readout, not even k-NN on the true state
-        "discover": {**discover, "tolerance": 0.01},
+        "discover": dict(discover),  # judged by the study's one VERDICT_RULE, as every other law
     }
 
 
@@ -164,6 +162,20 @@ PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
 PRESETS["gpu-109m"]["evaluate"]["lengths"] = [1]  # learned positions: no evaluation past the block
 
 PROTOCOLS = ("orbitlaw", "reference")
+
+VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": 0.01},
+                "reference": {"selection": "score", "tolerance": 0.0}}
+"""The one rule by which every verdict of a study is decided (the models', the k-NN oracle's, the LLM answers',
+the controls'), per protocol; :func:`study_config` writes it into every ``discover`` block and into
+``config["verdict_rule"]``, and every law row states it (``rule``).
+
+``orbitlaw``: held-out ``se`` selection at a precision of 1% RMS of ln (``discover --tolerance 0.01``): a law
+is not told apart from a simpler one it departs from by less, and a law of Newton's form is ``newtonian``
+only when the free fit's exponents and the constant, with intervals over systems, reach Newton's within that
+precision (:func:`orbitlaw.discovery.verdict.newton_test`; LAW.json's ``resolution`` says what the rows tell
+apart). 1% was fixed with the discovery benchmark before any control ran; an exact test (0) certifies no
+learned readout, not even k-NN on the true state, whose errors are a few percent per system.
+``reference``: the reference's score selection, which has no precision to set (0: the intervals alone)."""
 
 _TINY_NOTES = [
     "pretrained on `two-body` orbits, not the reference's `vafa2025` mixture (a tiny model learns one "
@@ -186,12 +198,12 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     config = copy.deepcopy(PRESETS[preset])
     config["preset"] = preset
     config["protocol"] = protocol
+    config["verdict_rule"] = {**VERDICT_RULE[protocol], "protocol": protocol}
     controls = config.get("controls")
     if controls:
         controls["probe"]["protocol"] = protocol
-        controls["discover"]["protocol"] = protocol
-        if protocol == "reference":  # the reference's symbolic regression chooses by score: no precision to set
-            controls["discover"].pop("tolerance", None)
+        controls["discover"].update(protocol=protocol, **VERDICT_RULE[protocol])
+        if protocol == "reference":
             controls["probe"].pop("windows_per_sequence", None)  # its fine-tune reads every labelled step
         if seed:
             for name in ("pretrain", "probe"):
@@ -205,7 +217,7 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
         return config
     config["probe"]["protocol"] = protocol
     config["solar_probe"]["protocol"] = protocol
-    config["discover"]["protocol"] = protocol
+    config["discover"].update(protocol=protocol, **VERDICT_RULE[protocol])
     notes = list(_TINY_NOTES) if preset in ("smoke", "cpu") else []
     if protocol == "reference" and preset.startswith("gpu-109m"):
         config["train"]["precision"] = "fp32"

@@ -27,7 +27,23 @@ def _law_cell(law: dict | None) -> tuple[str, str]:
         expr = f"`{text[:57] + '...' if len(text) > 60 else text}`"
     grade = law.get("verdict", "newtonian" if law["newtonian"] else "—")
     verdict = f"**{grade}**" if law["newtonian"] else grade
-    return expr, f"{verdict} ({law['newtonian_seeds']}/{law['seeds']} seeds Newtonian)"
+    rule = f"; {rule_text(law['rule'])}" if law.get("rule") else ""
+    return expr, f"{verdict} ({law['newtonian_seeds']}/{law['seeds']} seeds Newtonian{rule})"
+
+
+def rule_text(rule: dict) -> str:
+    """The rule a verdict was decided by, as its table cell states it: e.g. ``|a| ±1% se``."""
+    quantity = "\\|a\\|" if rule.get("quantity") == "acceleration" else "\\|F\\|"
+    return f"{quantity} ±{rule['precision']:.0%} {rule['selection']}"
+
+
+def departure_cell(law: dict | None) -> str:
+    """The exact law's departure from Newton's form (RMS of ln) with its 95% interval over systems."""
+    d = (law or {}).get("newton_departure_exact")
+    if d is None:
+        return "—"
+    ci = law.get("newton_departure_exact_ci95")
+    return f"{d:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
 
 
 def _rel(study, path: Path) -> str:
@@ -200,15 +216,15 @@ def controls_section(controls: list[dict]) -> list[str]:
              "carries a variable only in part shrinks its exponent toward 0).", "",
              f"| configuration | W | probe R² ({cell}) | probe R² (ln{cell}) | linear R² (\\|F\\|) | "
              "linear R² (ln\\|F\\|) | linear R² (acceleration) | linear R² (ln\\|a\\|) | exponents (r, m1, m2) | "
-             "recovered law | verdict (seeds Newtonian) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "recovered law | verdict (seeds Newtonian; rule) | exact law from Newton [95%] |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in controls:
         law, newton = _law_cell(c["law"])
         name = f"*{c['name']}*" if c["kind"] == "oracle" else c["name"]
         lines.append(f"| {name} | {c['window'] or 'all'} | {_num(c['probe_r2'])} | {_num(c['probe_r2_log'])} | "
                      f"{_num(c['linear_probe_r2'])} | {_num(c['linear_probe_r2_log'])} | "
                      f"{_num(c['linear_probe_r2_accel'])} | {_num(c.get('linear_probe_r2_log_accel'))} | "
-                     f"{_exponents(c['law'])} | {law} | {newton} |")
+                     f"{_exponents(c['law'])} | {law} | {newton} | {departure_cell(c['law'])} |")
     positive = [c for c in controls if c["kind"] == "model" and c["name"].startswith("W") and "-s" in c["name"]]
     negative = [c for c in controls if c["name"] == "W1" or c["name"].endswith("untrained")]
     k = sum(c["newtonian"] for c in positive)
@@ -236,25 +252,34 @@ def write_report(study, results: dict) -> dict[str, str]:
         return _write(study, lines, made)
     lines += ["## Models", "",
              "| attention | val loss | loss @8x | loss @16x | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | "
-             "recovered law | verdict (seeds Newtonian) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "recovered law | verdict (seeds Newtonian; rule) | exact law from Newton [95%] | "
+             "as acceleration F/m1: verdict (rule) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for m in results["models"]:
         law, newton = _law_cell(m["law"])
         ext = m["extrapolation"]
         lines.append(f"| {m['attention']} | {_num(m['val_loss'])} | {_num(ext.get('8'))} | {_num(ext.get('16'))} | "
-                     f"{_num(m['probe_r2'])} | {_num(m['probe_r2_log'])} | {law} | {newton} |")
+                     f"{_num(m['probe_r2'])} | {_num(m['probe_r2_log'])} | {law} | {newton} | "
+                     f"{departure_cell(m['law'])} | {_law_cell((m['law'] or {}).get('acceleration'))[1]} |")
     o = results["oracle"]
     law, newton = _law_cell(o["law"])
     lines.append(f"| *kNN oracle (true state)* | — | — | — | {_num(o['probe_r2'])} | {_num(o['probe_r2_log'])} | "
-                 f"{law} | {newton} |")
+                 f"{law} | {newton} | {departure_cell(o['law'])} | "
+                 f"{_law_cell((o['law'] or {}).get('acceleration'))[1]} |")
     lines += _inductive_bias_rows(results["models"])
     lines += ["", "Probe R² is on held-out, unlabelled planet steps; the law is the symbolic regression "
               "(Operon) of the probe's predictions on the steps nearest to training states, refitted on all of "
-              "them. The verdict: `newtonian` is exactly C·m1·m2/r² chosen by a strict majority of the seeds; "
+              "them. Every verdict here, the controls' and the LLM answers' included, is decided by one rule, stated "
+              "in its cell (quantity, precision as an RMS of ln, model selection). The verdict: `newtonian` is "
+              "C·m1·m2/r² (C·m2/r² for an acceleration) chosen by a strict majority of the seeds at that precision, "
+              "with the free power-law fit's exponents and the constant reaching Newton's and 4π² within it "
+              "(95% intervals over systems); "
               "`inverse-square-planet-mass` is C·m1/r² (the LSSAR write-up's \"F ∝ m1/r²\", Newton's law only "
               "where the star mass is constant); `power-law` and `not-a-power-law` say what else came out; "
               "`inconclusive` means too few rows, seeds that did not agree, an exponent the rows cannot pin down, "
-              "or a law no better than a constant. (k/n): the seeds whose own law is Newtonian.", ""]
+              "or a law no better than a constant. (k/n): the seeds whose own law has Newton's form. \"Exact law from "
+              "Newton\": the law the seeds choose with no precision, as an RMS of ln from the best fit of Newton's "
+              "form, with its 95% interval over systems.", ""]
     if results.get("llm"):
         lines += ["## LLM baselines", "", "| model | systems parsed | median R² (all) | median R² (held-out) | "
                   "recovered law | verdict (seeds Newtonian) |", "|---|---|---|---|---|---|"]

@@ -150,22 +150,33 @@ def linear(run: Path, data: Path, out: Path, spec: dict) -> dict:
 
 def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool,
         target: str = "force-magnitude") -> dict:
-    """Symbolic regression of a probe's predictions of ``target`` (its column, and Newton's form for it)."""
+    """Symbolic regression of a probe's predictions of ``target`` (its column, and Newton's form for it), by the
+    rule in ``spec`` (``selection``, ``tolerance``: the study's ``VERDICT_RULE``). A force probe is judged twice:
+    as the force (``LAW.json``) and as the acceleration it implies, F_pred / m1 (``LAW_acceleration.json``, the
+    summary's ``acceleration``), the quantity the controls' probes are judged on."""
     from orbitlaw.discovery import probe_data
     from orbitlaw.discovery.backends import SearchSettings
     from orbitlaw.discovery.pareto_plot import plot_pareto
     from orbitlaw.discovery.symbolic import discover_to_file
 
-    protocol = spec.get("protocol", "orbitlaw")
-    result = discover_to_file(out, predictions, target=probe_data.columns(target)[1], features=["r", "m1", "m2"],
-                              quantity=probe_data.QUANTITY[target],
-                              subset=["near_train"], seeds=spec["seeds"], first_seed=spec.get("seed", 0),
-                              points=spec["points"],
-                              restarts=spec["restarts"], settings=SearchSettings(budget=spec["budget"]),
-                              workers=workers, progress=progress, protocol=protocol,
-                              tolerance=spec.get("tolerance", 0.0))
+    kwargs = dict(features=["r", "m1", "m2"], subset=["near_train"], seeds=spec["seeds"],
+                  first_seed=spec.get("seed", 0), points=spec["points"], restarts=spec["restarts"],
+                  settings=SearchSettings(budget=spec["budget"]), workers=workers, progress=progress,
+                  protocol=spec.get("protocol", "orbitlaw"), tolerance=spec.get("tolerance", 0.0),
+                  selection=spec.get("selection"))
+    result = discover_to_file(out, predictions, target=probe_data.columns(target)[1],
+                              quantity=probe_data.QUANTITY[target], **kwargs)
     plot_pareto(result, out.with_suffix(".pareto.png"))
-    return summarise_law(result)
+    summary = summarise_law(result)
+    if probe_data.QUANTITY[target] == "force":
+        import pandas as pd
+
+        table = pd.read_csv(predictions)
+        table["a_pred"] = table["F_pred"] / table["m1"]
+        accel = discover_to_file(out.with_name("LAW_acceleration.json"), table, target="a_pred",
+                                 quantity="acceleration", **kwargs)
+        summary["acceleration"] = summarise_law(accel)
+    return summary
 
 
 def inductive_bias(run: Path, data: Path, out: Path, spec: dict, progress: bool) -> dict:
@@ -192,8 +203,15 @@ def summarise_law(law_doc: dict | None) -> dict | None:
         return law_doc
     keys = ("expression", "expression_latex", "verdict", "inconclusive_reasons", "newtonian", "power_law",
             "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric", "newton_departure",
-            "fitted_exponents")
-    return {k: law_doc[k] for k in keys if k in law_doc}
+            "newton_departure_exact", "newton_departure_exact_ci95", "fitted_exponents", "fitted_exponents_ci95",
+            "resolution", "rule")
+    out = {k: law_doc[k] for k in keys if k in law_doc}
+    if law_doc.get("newton_test"):
+        out["newton_test"] = {k: law_doc["newton_test"][k] for k in ("consistent", "disagrees", "constant",
+                                                                     "constant_ci95")}
+    if law_doc.get("exact"):
+        out["exact"] = {k: law_doc["exact"][k] for k in ("expression", "form", "seeds_agreeing")}
+    return out
 
 
 def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dict:
@@ -208,7 +226,8 @@ def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dic
     if reference is not None:
         doc = score(reference / "llm-prompts", reference / "llm-predictions", out / "reference.json",
                     sr_seeds=spec["seeds"], sr_points=spec["points"], sr_restarts=spec["restarts"],
-                    sr_settings=SearchSettings(budget=spec["budget"]), figure=out / "reference_forces.png")
+                    sr_settings=SearchSettings(budget=spec["budget"]), figure=out / "reference_forces.png",
+                    sr_rule={"tolerance": spec.get("tolerance", 0.0), "selection": spec.get("selection")})
         control = summarise_law(doc.get("law_control"))
         for model, summary in doc["summary"].items():
             models[model] = {"source": "reference answers (Vafa et al. 2025)", **summary,
