@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from orbitlaw.orbits import generate, nbody, presets
+from orbitlaw.orbits import forcelaw, generate, nbody, presets
 from orbitlaw.orbits.provenance import OutputLock, code_version, dependency_versions, write_json_atomic
 from orbitlaw.orbits.systems import SystemBatch
 from orbitlaw.orbits.tokenizer import TokenizerSpec
@@ -104,14 +104,19 @@ def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split
     if record.stores_states:
         steps = presets.max_steps(preset, params)
         per_seq = np.minimum(presets.steps_in_sequence(batch.n_planets, seq_len), steps)
-        if record.interacting(params):
+        law = params.get("force_law")
+        if not forcelaw.is_newton(law):  # another world's gravity (orbits.forcelaw): integrated, not Kepler
+            pos, vel = forcelaw.integrate(batch, steps, law)
+        elif record.interacting(params):
             pos, vel = nbody.integrate(batch, per_seq)
             pos, vel = _pad_steps(pos, steps), _pad_steps(vel, steps)
         else:
             pos, vel = generate.analytic_states(batch, steps)
         xy = generate.token_order(pos, batch.n_planets, seq_len)
+        forces = (generate.gravitational_forces(pos, batch.masses) if forcelaw.is_newton(law)
+                  else forcelaw.pair_forces(pos, batch.masses, law))
         arrays.update(times=np.arange(steps)[None, :] * batch.dt[:, None], positions=pos, velocities=vel,
-                      forces=generate.gravitational_forces(pos, batch.masses))
+                      forces=forces)
         arrays["tokens"], outside = generate.tokenize(xy, batch.dt_index, spec)
     else:
         arrays["tokens"], outside = generate.analytic_tokens(batch, seq_len, int(params["steps"]), spec)

@@ -20,7 +20,9 @@ sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masse
   (a_planet = G m2 / r^2, a_star = G m1 / r^2), so every variable of F = G m1 m2 / r^2 shows in the dynamics
   of a few consecutive steps; the step resolves it (0.09-0.54 rad of orbit per step). Stores positions,
   velocities and forces. ``a_range`` sets how much orbit a step sweeps, and so how well three points
-  condition the force (``benchmarks/control_ceiling.py``).
+  condition the force (``benchmarks/control_ceiling.py``). ``force_law`` (default ``{"kind": "newton"}``)
+  sets the world's gravity: a power law or a Yukawa-screened force integrated by :mod:`orbitlaw.orbits.forcelaw`
+  (the controls' wrong-law world), its forces stored as that law gives them.
 - ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on
   the ecliptic), six-month step; sequence i is planet ``i mod 8`` with the Sun (a two-body system about
   the barycentre at the origin, as in the reference force-vector experiment), starting
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orbitlaw.orbits import kepler
+from orbitlaw.orbits import forcelaw, kepler
 from orbitlaw.orbits.systems import G, SystemBatch, empty_batch
 from orbitlaw.orbits.tokenizer import TIME_STEPS
 
@@ -79,7 +81,7 @@ DEFAULTS: dict[str, dict] = {
                            "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
     "two-body": {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
     "binary": {"seq_len": 201, "steps": 100, **_PRIORS, "a_range": [4.0, 6.0], "e_max": 0.3, "planets": [1, 1],
-               "mass_loguniform": [0.2, 1.0], "time_step_index": 1},
+               "mass_loguniform": [0.2, 1.0], "time_step_index": 1, "force_law": {"kind": "newton"}},
     "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0, "together": False,
                      "planets": [list(p) for p in SOLAR_SYSTEM]},
     "nbody": {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3,
@@ -179,6 +181,8 @@ def _validate(preset: str, p: dict) -> None:
         raise ValueError("freeze_star must be true or false")
     if "min_spacing" in p and not (_is_number(p["min_spacing"]) and p["min_spacing"] >= 1):
         raise ValueError("min_spacing must be a number >= 1")
+    if "force_law" in p:
+        forcelaw.validate(p["force_law"])
 
 
 def _sample_eccentricity(rng, p, size):

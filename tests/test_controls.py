@@ -277,7 +277,27 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     assert "probe R² (ln\\|a\\|)" in report and "Newton: -2, 0, 1" in report
     law = json.loads((out / "controls" / "laws" / "W3-s0" / "LAW.json").read_text())
     assert law["settings"]["quantity"] == "acceleration" and law["settings"]["tolerance"] == 0.01
-    assert law["data"]["target"] == "a_pred"
+    assert law["data"]["target"] == "a_pred" and law["rule"]["quantity"] == "acceleration"
+    assert "newton_departure_exact" in law and law["exact"]["expression"]
+
+
+def _row(name, newtonian, kind="model"):
+    return {"name": name, "kind": kind, "newtonian": newtonian}
+
+
+def test_the_pass_rule_needs_two_of_three_positive_seeds_and_no_newtonian_negative():
+    from orbitlaw.study.controls import passes
+
+    negatives = [_row("W1", False), _row("W3-untrained", False)]
+    ok = passes([_row("W3-s5", True), _row("W3-s6", False), _row("W3-s7", True), *negatives,
+                 _row("mlp-W3", True, "oracle")])
+    assert ok == {"passed": True, "positive": "2/3", "negatives_newtonian": [], "reasons": []}
+    weak = passes([_row("W3-s5", True), _row("W3-s6", False), _row("W3-s7", False), *negatives])
+    assert not weak["passed"] and weak["reasons"] == ["positive control newtonian in 1/3 training seeds (needs 2)"]
+    leaky = passes([_row(f"W3-s{k}", True) for k in range(3)] + [_row("W1", False), _row("W3-untrained", True)])
+    assert not leaky["passed"] and leaky["negatives_newtonian"] == ["W3-untrained"]
+    with pytest.raises(ValueError, match="three positive-control rows"):
+        passes([_row("W3-s0", True), *negatives])
 
 
 def test_run_controls_runs_only_the_named_configurations(tmp_path):

@@ -439,3 +439,75 @@ def test_fitted_exponents_show_a_readout_that_carries_the_masses_only_in_part():
     half = discover_law(_readout_table(lambda r, a, b: G * np.sqrt(a * b * 0.3) / r**2), "F", seeds=1, settings=FAST)
     assert abs(half["fitted_exponents"]["m1"] - 0.5) < 1e-6 and abs(half["fitted_exponents"]["m2"] - 0.5) < 1e-6
     assert half["verdict"] != "newtonian"
+
+
+# --- the verdict reads its own statistics; real exponents; the exact law's departure --------------------------
+
+def _controls_like(law, seed=0, systems=400, steps=5, noise=0.01) -> dict:
+    """Rows like the controls' (r 1.4-3.9 AU, masses 0.2-1 M_sun, 5 steps a system with a ``sequence`` column),
+    the acceleration ``a`` = law(r, m1, m2) with multiplicative noise."""
+    rng = np.random.default_rng(seed)
+    m1, m2 = (np.repeat(rng.uniform(0.2, 1.0, systems), steps) for _ in range(2))
+    r = rng.uniform(1.4, 3.9, systems * steps)
+    return {"r": r, "m1": m1, "m2": m2, "sequence": np.repeat(np.arange(systems), steps),
+            "a": law(r, m1, m2) * (1 + noise * rng.standard_normal(len(r)))}
+
+
+def test_a_law_five_hundredths_off_in_r_is_reported_as_the_power_law_it_is():
+    """G m2 r^-2.05 at 1% precision was once newtonian (C 4.6% below G, the free fit at -2.05); now the search
+    states r^-2.05, the free fit's interval excludes -2 by more than the precision allows, and Newton's own law on
+    the same rows stays newtonian."""
+    off = discover_law(_controls_like(lambda r, m1, m2: G * m2 * r**-2.05), "a", seeds=3, points=600, restarts=1,
+                       settings=FAST, quantity="acceleration", tolerance=0.01)
+    assert off["verdict"] == "power-law" and not off["newtonian"], off["expression"]
+    assert off["power_law"]["exponents"]["r"] == pytest.approx(-2.05, abs=0.01)
+    lo, hi = off["fitted_exponents_ci95"]["r"]
+    assert lo < -2.04 and hi > -2.06 and hi < -2 - off["resolution"]["exponents"]["r"] + (hi - lo)
+    assert any("exponent of r" in d for d in off["newton_test"]["disagrees"])
+    assert off["newton_departure_exact"] > 0.01 and off["newton_test"]["interval"].endswith("over systems")
+    newton = discover_law(_controls_like(lambda r, m1, m2: G * m2 / r**2), "a", seeds=3, points=600, restarts=1,
+                          settings=FAST, quantity="acceleration", tolerance=0.01)
+    assert newton["verdict"] == "newtonian" and newton["newton_test"]["consistent"], newton["newton_test"]
+    res = newton["resolution"]
+    assert 0.01 <= res["rms_ln"] < 0.02 and res["exponents"]["r"] > 0.01 / np.log(newton_rows_r()).std()
+    assert newton["rule"] == {"precision": 0.01, "quantity": "acceleration", "selection": "se", "metric": "log",
+                              "protocol": "orbitlaw", "interval": "95% bootstrap over systems"}
+
+
+def newton_rows_r():
+    return _controls_like(lambda r, m1, m2: G * m2 / r**2)["r"]
+
+
+def test_keplers_third_law_comes_back_with_its_fractional_exponents():
+    """P = a^(3/2) / sqrt(M) (yr, AU, M_sun): the screen proposes halves, and the law is stated exactly."""
+    rng = np.random.default_rng(3)
+    a, M = np.exp(rng.uniform(np.log(0.1), np.log(30), 600)), np.exp(rng.uniform(np.log(0.1), np.log(3), 600))
+    out = discover_law({"a": a, "M": M, "P": a**1.5 / np.sqrt(M) * (1 + 0.001 * rng.standard_normal(600))}, "P",
+                       features=("a", "M"), seeds=2, points=250, restarts=1, settings=FAST)
+    assert out["verdict"] == "power-law" and out["power_law"]["exponents"] == {"a": 1.5, "M": -0.5}
+    assert "a**(3/2)" in out["expression"] and "sqrt(M)" in out["expression"]
+    assert out["power_law"]["constant"] == pytest.approx(1.0, rel=0.002)
+
+
+def test_the_screen_proposes_integer_fractional_mixed_and_real_exponents():
+    rng = np.random.default_rng(0)
+    X = np.exp(rng.uniform(0, 2, (500, 2)))
+    symbols = placeholders(2)
+    found = {str(e) for e in powerlaw.screen_candidates(X, 2.0 * X[:, 0] ** -2.05 * X[:, 1], symbols)}
+    assert any("x0**(-2.05)" in e or "x0**2.05" in e for e in found), found  # the real exponent, 3 decimals
+    assert any(e.endswith("x1/x0**2") for e in found), found  # the integer law
+    assert laws.complexity(sympy.Float(2.0) * symbols[0] ** -2.05) == laws.complexity(
+        sympy.Float(2.0) * symbols[0] ** -2) + 2  # a real exponent costs two nodes, a fraction one
+    assert laws.complexity(symbols[0] ** sympy.Rational(3, 2)) == laws.complexity(symbols[0] ** 3) + 1
+
+
+def test_the_exact_law_and_its_departure_are_stored_beside_the_law_at_the_precision():
+    """A readout 0.5% off Newton that the search can fit: at 1% precision the law is Newton's and its departure 0 by
+    construction, but the exact law and its departure (with an interval over systems) are stored too."""
+    table = _controls_like(lambda r, m1, m2: G * m2 / r**2 * (1 + 0.01 * np.sin(3 * r)), noise=0.0)
+    out = discover_law(table, "a", seeds=3, points=600, restarts=1, settings=FAST, quantity="acceleration",
+                       tolerance=0.01)
+    assert out["newton_departure"] == pytest.approx(0.0, abs=1e-9)
+    d, (lo, hi) = out["newton_departure_exact"], out["newton_departure_exact_ci95"]
+    assert 0.003 < d < 0.01 and lo <= d <= hi, (out["exact"], d, lo, hi)
+    assert out["exact"]["expression"] != out["expression"] and out["exact"]["form"] != "newtonian"
