@@ -138,7 +138,9 @@ def main() -> None:
     laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents",
             "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution", "rule",
             "newton_test", "exact")
-    rows = [{**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws}} for c in results["controls"]]
+    rows = [{**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws},
+             "law_frozen": {k: c["law_frozen"].get(k) for k in laws} if c.get("law_frozen") else None}
+            for c in results["controls"]]
     if args.previous:
         rows += carried_rows(Path(args.previous), results["config"]["controls"], missing)
         missing = [name for name in missing if name not in {row["name"] for row in rows}]

@@ -19,7 +19,12 @@ masses a state carries; ``inverse_r2`` 1/r^2 (AU^-2), ``r`` (AU), ``x``, ``y`` p
 semi-major axis (AU) and ``e`` eccentricity of the planet's orbit about the star.
 
 Writes ``OUT/linear_probes.json``: ``layers``, ``r2`` {target: [R^2 per layer]}, ``alpha`` {target:
-[chosen penalty per layer]}, ``best`` {target: {layer, r2}}, row counts, settings and code version.
+[chosen penalty per layer]}, ``best`` {target: {layer, r2}}, row counts, settings and code version; and
+``OUT/frozen_predictions.csv``, the frozen state's own readout of the force law: on the held-out rows, |F| =
+exp of the ln|F| ridge and |a| = exp of the ln|a| ridge, each at its best layer (columns as a probe's
+``predictions.csv``: ``F_true``, ``F_pred``, ``a_true``, ``a_pred``, r, m1, m2, ``sequence``, every row
+``near_train``), which symbolic regression judges beside the fine-tuned probe's (the frozen-state verdict:
+nothing of the model is trained to the force).
 """
 
 from __future__ import annotations
@@ -131,6 +136,13 @@ def hidden_features(model, split, rows: dict, context: int, batch: int, device) 
 def ridge_r2(X_train: np.ndarray, Y_train: np.ndarray, X_test: np.ndarray, Y_test: np.ndarray,
              alphas=ALPHAS) -> tuple[np.ndarray, np.ndarray]:
     """Held-out R^2 (targets,) and chosen penalties (targets,) of a ridge fit per target column."""
+    r2, alpha, _ = ridge_fit(X_train, Y_train, X_test, Y_test, alphas)
+    return r2, alpha
+
+
+def ridge_fit(X_train: np.ndarray, Y_train: np.ndarray, X_test: np.ndarray, Y_test: np.ndarray,
+              alphas=ALPHAS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ridge_r2` and the held-out predictions (test rows, targets)."""
     from sklearn.linear_model import RidgeCV
     from sklearn.metrics import r2_score
     from sklearn.preprocessing import StandardScaler
@@ -140,7 +152,7 @@ def ridge_r2(X_train: np.ndarray, Y_train: np.ndarray, X_test: np.ndarray, Y_tes
     model = RidgeCV(alphas=alphas, alpha_per_target=True).fit(xs.transform(X_train), ys.transform(Y_train))
     pred = ys.inverse_transform(model.predict(xs.transform(X_test)).reshape(len(X_test), -1))
     r2 = r2_score(Y_test, pred, multioutput="raw_values")
-    return np.asarray(r2, float), np.broadcast_to(np.asarray(model.alpha_, float), (Y_train.shape[1],))
+    return np.asarray(r2, float), np.broadcast_to(np.asarray(model.alpha_, float), (Y_train.shape[1],)), pred
 
 
 def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
@@ -161,16 +173,19 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
         if len(rows["sequence"]) < 2:
             raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")
         targets = target_columns(rows, split)
+        if name == "heldout":
+            probe_rows_heldout = rows
         parts[name] = (hidden_features(model, split, rows, context, cfg.batch, device),
                        np.stack([targets[t] for t in LINEAR_TARGETS], 1))
     (Xtr, Ytr), (Xte, Yte) = parts["train"], parts["heldout"]
     from tqdm import tqdm
 
-    r2, alpha = [], []
+    r2, alpha, preds = [], [], []
     for layer in tqdm(range(len(Xtr)), desc="linear probes", unit="layer", disable=not progress):
-        s, a = ridge_r2(Xtr[layer], Ytr, Xte[layer], Yte)
+        s, a, p = ridge_fit(Xtr[layer], Ytr, Xte[layer], Yte)
         r2.append(s)
         alpha.append(a)
+        preds.append(p)
     r2, alpha = np.array(r2), np.array(alpha)
     result = {"layers": list(range(len(r2))), "targets": list(LINEAR_TARGETS),
               "r2": {t: [float(v) for v in r2[:, i]] for i, t in enumerate(LINEAR_TARGETS)},
@@ -185,5 +200,20 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
+    frozen_readout(out / "frozen_predictions.csv", probe_rows_heldout, preds, r2)
     write_json_atomic(out / "linear_probes.json", result)
     return result
+
+
+def frozen_readout(path: Path, rows: dict, preds: list[np.ndarray], r2: np.ndarray) -> None:
+    """Write the frozen state's |F| and |a| on the held-out ``rows`` (the module doc), from the ln|F| and ln|a|
+    ridges' predictions (``preds``: per layer, (rows, targets)) at each one's best layer by held-out R^2."""
+    def best(target):
+        i = LINEAR_TARGETS.index(target)
+        return np.exp(preds[int(np.argmax(r2[:, i]))][:, i])
+
+    a_true = rows["F_true"] / rows["m1"]
+    cols = {"sequence": rows["sequence"], "planet": rows["planet"], "step": rows["step"], "r": rows["r"],
+            "m1": rows["m1"], "m2": rows["m2"], "F_true": rows["F_true"], "F_pred": best("log_force_magnitude"),
+            "a_true": a_true, "a_pred": best("log_accel_magnitude"), "near_train": np.ones(len(a_true), bool)}
+    probe_data.write_csv_atomic(path, cols)

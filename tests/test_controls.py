@@ -279,6 +279,10 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     assert law["settings"]["quantity"] == "acceleration" and law["settings"]["tolerance"] == 0.01
     assert law["data"]["target"] == "a_pred" and law["rule"]["quantity"] == "acceleration"
     assert "newton_departure_exact" in law and law["exact"]["expression"]
+    frozen = json.loads((out / "controls" / "laws-frozen" / "W3-s0" / "LAW.json").read_text())
+    assert frozen["data"]["target"] == "a_pred" and frozen["rule"] == law["rule"]
+    assert all(c["law_frozen"]["verdict"] for c in results["controls"] if c["kind"] == "model")
+    assert "frozen state: verdict" in report
 
 
 def _row(name, newtonian, kind="model"):

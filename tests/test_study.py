@@ -38,6 +38,8 @@ def test_smoke_study_writes_results_and_report(study):
         assert law["rule"]["precision"] == 0.01 and law["rule"]["quantity"] == "force"
         accel = law["acceleration"]
         assert accel["rule"] == {**law["rule"], "quantity": "acceleration"} and "verdict" in accel
+        if m["arch"] == "gpt":  # the frozen state's own readout, judged by the same rule
+            assert m["law_frozen"]["rule"] == law["rule"] and "verdict" in m["law_frozen"]
     rules = [c["law"]["rule"] for c in results["controls"]] + [results["oracle"]["law"]["rule"]]
     assert {(r["precision"], r["selection"]) for r in rules} == {(0.01, "se")}
     assert results["config"]["verdict_rule"] == {"selection": "se", "tolerance": 0.01, "protocol": "orbitlaw"}

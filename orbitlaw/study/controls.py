@@ -46,8 +46,9 @@ fine-tuned probe's), ``probe_r2`` and ``probe_r2_log`` (held-out target and its 
 ``linear_probe_r2`` (best layer, |F|) and
 ``linear_probe_r2_log`` (ln|F|) with ``linear_probe_r2_accel`` (the planet's acceleration, mean of x and y)
 and ``linear_probe_r2_log_accel`` (ln|a|, the acceleration target's log),
-``val_loss`` (the model's last validation loss; None for an oracle) and ``law`` (the verdict fields of its
-LAW.json).
+``val_loss`` (the model's last validation loss; None for an oracle), ``law`` (the verdict fields of its
+LAW.json) and, for a model, ``law_frozen``: the same symbolic regression and rule on the frozen state's linear
+readout of the target (no part of the model trained to the force; ``orbitlaw.discovery.linear_probe``).
 """
 
 from __future__ import annotations
@@ -189,6 +190,8 @@ def _model_row(study, spec: dict, conf: dict, data: dict, workers: int, progress
                                                      **linear_spec}, [ldir],
                          lambda: stages.linear(run, data["probe"], ldir, linear_spec))
     law = _law(study, name, pkey, pdir, spec, workers, progress)
+    lkey = {"train": train_spec, "data": spec["data"]["probe"], **linear_spec}
+    frozen = _law(study, name, {"linear": lkey}, ldir, spec, workers, progress, frozen=True)
     held = probed["metrics"]["heldout_unlabelled"]
     best = linear["best"]
     return {"name": name, "kind": "model", "window": conf["window"], "run": str(run), "target": target,
@@ -197,7 +200,8 @@ def _model_row(study, spec: dict, conf: dict, data: dict, workers: int, progress
             "linear_probe_r2_log": best["log_force_magnitude"]["r2"],
             "linear_probe_r2_accel": _mean(best.get("accel_x"), best.get("accel_y")),
             "linear_probe_r2_log_accel": best.get("log_accel_magnitude", {}).get("r2"),
-            "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law}
+            "val_loss": trained["val_loss"], "predictions": str(pdir / "predictions.csv"), "law": law,
+            "law_frozen": frozen}
 
 
 def _run_side_by_side(study, spec: dict, jobs: list, data: dict, workers: int, progress: bool,
@@ -244,12 +248,18 @@ def _row_in_worker(out: str, spec: dict, job, data: dict, log_to: str) -> dict:
     return _model_row(study, spec, job, data, 1, False, log_to)
 
 
-def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool) -> dict:
-    law_file = study.path("controls", "laws", name, "LAW.json")
+def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool,
+         frozen: bool = False) -> dict:
+    """The law of a probe's predictions (``predictions.csv`` of ``probe_dir``), or with ``frozen`` of the linear
+    probes' frozen-state readout (``frozen_predictions.csv``: :func:`orbitlaw.discovery.linear_probe.frozen_readout`),
+    judged by the study's rule."""
+    kind = "laws-frozen" if frozen else "laws"
+    law_file = study.path("controls", kind, name, "LAW.json")
     target = spec.get("target", "force-magnitude")
-    return study.stage(f"controls:law:{name}", {"probe": probe_key, **spec["discover"]}, [law_file.parent],
-                       lambda: stages.law(probe_dir / "predictions.csv", law_file, spec["discover"], workers,
-                                          progress, target))
+    table = probe_dir / ("frozen_predictions.csv" if frozen else "predictions.csv")
+    return study.stage(f"controls:{'law-frozen' if frozen else 'law'}:{name}", {"probe": probe_key, **spec["discover"]},
+                       [law_file.parent], lambda: stages.law(table, law_file, spec["discover"], workers, progress,
+                                                             target))
 
 
 def _mean(*best) -> float | None:

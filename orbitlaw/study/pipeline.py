@@ -67,6 +67,12 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         linear = study.stage(f"linear:{name}", {"train": train_spec, "data": config["probe_data"],
                                                 **config["linear_probe"]}, [linear_dir],
                              lambda r=run, p=linear_dir: stages.linear(r, data["probe"], p, config["linear_probe"]))
+        frozen_file = study.path("laws-frozen", name, "LAW.json")  # the frozen state's linear readout, judged alike
+        frozen = study.stage(f"law-frozen:{name}", {"linear": {"train": train_spec, "data": config["probe_data"],
+                                                               **config["linear_probe"]}, **config["discover"]},
+                             [frozen_file.parent],
+                             lambda p=linear_dir, f=frozen_file: stages.law(p / "frozen_predictions.csv", f,
+                                                                            config["discover"], workers, progress))
         biased = inductive_bias(study, config, name, run, train_spec, data, progress)
         roll_dir = study.path("rollouts", name)
         rolled = study.stage(f"rollout:{name}", {"train": train_spec, "data": config["probe_data"],
@@ -79,7 +85,8 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
             "val_loss": evaluated["loss"], "accuracy": evaluated.get("accuracy"),
             "extrapolation": evaluated.get("extrapolation", {}).get("loss", {}),
             "probe_r2": held.get("r2"), "probe_r2_log": held.get("r2_log"), "probe_mae": held.get("mae"),
-            "law": found, "linear_probe": linear["best"], "inductive_bias": biased, "rollout": rolled,
+            "law": found, "law_frozen": frozen, "linear_probe": linear["best"], "inductive_bias": biased,
+            "rollout": rolled,
         })
 
     context = json.loads(study.path("runs", config["attentions"][0], "config.json").read_text())["context"]

@@ -216,15 +216,17 @@ def controls_section(controls: list[dict]) -> list[str]:
              "carries a variable only in part shrinks its exponent toward 0).", "",
              f"| configuration | W | probe R² ({cell}) | probe R² (ln{cell}) | linear R² (\\|F\\|) | "
              "linear R² (ln\\|F\\|) | linear R² (acceleration) | linear R² (ln\\|a\\|) | exponents (r, m1, m2) | "
-             "recovered law | verdict (seeds Newtonian; rule) | exact law from Newton [95%] |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "recovered law | verdict (seeds Newtonian; rule) | exact law from Newton [95%] | "
+             "frozen state: verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in controls:
         law, newton = _law_cell(c["law"])
         name = f"*{c['name']}*" if c["kind"] == "oracle" else c["name"]
         lines.append(f"| {name} | {c['window'] or 'all'} | {_num(c['probe_r2'])} | {_num(c['probe_r2_log'])} | "
                      f"{_num(c['linear_probe_r2'])} | {_num(c['linear_probe_r2_log'])} | "
                      f"{_num(c['linear_probe_r2_accel'])} | {_num(c.get('linear_probe_r2_log_accel'))} | "
-                     f"{_exponents(c['law'])} | {law} | {newton} | {departure_cell(c['law'])} |")
+                     f"{_exponents(c['law'])} | {law} | {newton} | {departure_cell(c['law'])} | "
+                     f"{_law_cell(c.get('law_frozen'))[1]} |")
     positive = [c for c in controls if c["kind"] == "model" and c["name"].startswith("W") and "-s" in c["name"]]
     negative = [c for c in controls if c["name"] == "W1" or c["name"].endswith("untrained")]
     k = sum(c["newtonian"] for c in positive)
@@ -253,19 +255,20 @@ def write_report(study, results: dict) -> dict[str, str]:
     lines += ["## Models", "",
              "| attention | val loss | loss @8x | loss @16x | probe R² (\\|F\\|) | probe R² (ln\\|F\\|) | "
              "recovered law | verdict (seeds Newtonian; rule) | exact law from Newton [95%] | "
-             "as acceleration F/m1: verdict (rule) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "as acceleration F/m1: verdict (rule) | frozen state: verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in results["models"]:
         law, newton = _law_cell(m["law"])
         ext = m["extrapolation"]
         lines.append(f"| {m['attention']} | {_num(m['val_loss'])} | {_num(ext.get('8'))} | {_num(ext.get('16'))} | "
                      f"{_num(m['probe_r2'])} | {_num(m['probe_r2_log'])} | {law} | {newton} | "
-                     f"{departure_cell(m['law'])} | {_law_cell((m['law'] or {}).get('acceleration'))[1]} |")
+                     f"{departure_cell(m['law'])} | {_law_cell((m['law'] or {}).get('acceleration'))[1]} | "
+                     f"{_law_cell(m.get('law_frozen'))[1]} |")
     o = results["oracle"]
     law, newton = _law_cell(o["law"])
     lines.append(f"| *kNN oracle (true state)* | — | — | — | {_num(o['probe_r2'])} | {_num(o['probe_r2_log'])} | "
                  f"{law} | {newton} | {departure_cell(o['law'])} | "
-                 f"{_law_cell((o['law'] or {}).get('acceleration'))[1]} |")
+                 f"{_law_cell((o['law'] or {}).get('acceleration'))[1]} | — |")
     lines += _inductive_bias_rows(results["models"])
     lines += ["", "Probe R² is on held-out, unlabelled planet steps; the law is the symbolic regression "
               "(Operon) of the probe's predictions on the steps nearest to training states, refitted on all of "
@@ -279,7 +282,8 @@ def write_report(study, results: dict) -> dict[str, str]:
               "`inconclusive` means too few rows, seeds that did not agree, an exponent the rows cannot pin down, "
               "or a law no better than a constant. (k/n): the seeds whose own law has Newton's form. \"Exact law from "
               "Newton\": the law the seeds choose with no precision, as an RMS of ln from the best fit of Newton's "
-              "form, with its 95% interval over systems.", ""]
+              "form, with its 95% interval over systems. \"Frozen state\": the same search and rule on the ridge "
+              "readout of ln|F| from the frozen model's best layer (nothing of the model trained to the force).", ""]
     if results.get("llm"):
         lines += ["## LLM baselines", "", "| model | systems parsed | median R² (all) | median R² (held-out) | "
                   "recovered law | verdict (seeds Newtonian) |", "|---|---|---|---|---|---|"]
