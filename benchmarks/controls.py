@@ -16,10 +16,11 @@ and its result), for a study stopped before its end; the rows not finished are l
 earlier ``controls.json`` of this same preset config) carries over its rows for the configurations that no
 directory has finished, each still naming the ``study`` it came from and marked ``"carried_from": FILE``.
 
-Each row carries its law as the study's one verdict rule decides it (``law``) and the exact test's law on the
-same search (``law["exact"]``: the seeds' choices with no precision), with that exact law's departure from
-Newton's form and its 95% interval over systems (``newton_departure_exact``, ``_ci95``). ``pass_rule`` and
-``passes`` apply :data:`orbitlaw.study.controls.PASS_RULE` (written before the replications ran) to the rows.
+Each row carries its law as the study's one verdict rule decides it (``law``), for a model the frozen-state
+verdict (``law_frozen``; for a study that ran before the controls had one, computed here by :func:`frozen_law`),
+and the exact test's law on the same search (``law["exact"]``: the seeds' choices with no precision), with that
+exact law's departure from Newton's form and its 95% interval over systems (``newton_departure_exact``,
+``_ci95``). ``pass_rule`` and ``passes`` apply :data:`orbitlaw.study.controls.PASS_RULE` (written before the replications ran) to the rows.
 """
 
 from __future__ import annotations
@@ -96,6 +97,21 @@ def carried_rows(previous: Path, spec: dict, names: list[str]) -> list[dict]:
     return [{**row, "carried_from": str(previous)} for row in doc["controls"] if row["name"] in names]
 
 
+def frozen_law(study: stages.Study, spec: dict, row: dict) -> dict:
+    """The frozen-state verdict of a model row whose study ran before the controls had one: the linear probes of
+    its trained run (``controls/linear-frozen/<name>``, writing ``frozen_predictions.csv``) and the study's
+    symbolic regression and rule on that readout (``controls/laws-frozen/<name>``), each a cached stage."""
+    name, linear_spec = row["name"], spec["linear_probe"]
+    ldir = study.path("controls", "linear-frozen", name)
+    data = study.path("controls", "data", "probe")
+    key = {"run": row["run"], "data": spec["data"]["probe"], **linear_spec}
+    study.stage(f"frozen:linear:{name}", key, [ldir], lambda: stages.linear(Path(row["run"]), data, ldir, linear_spec))
+    law_file = study.path("controls", "laws-frozen", name, "LAW.json")
+    return study.stage(f"frozen:law:{name}", {"linear": key, **spec["discover"]}, [law_file.parent],
+                       lambda: stages.law(ldir / "frozen_predictions.csv", law_file, spec["discover"], 2, False,
+                                          spec.get("target", "force-magnitude")))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="study directory (resumable)")
@@ -138,6 +154,10 @@ def main() -> None:
     laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents",
             "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution", "rule",
             "newton_test", "exact")
+    spec = results["config"]["controls"]
+    for c in results["controls"]:  # rows of a study whose code had no frozen-state verdict yet: compute it now
+        if c["kind"] == "model" and not c.get("law_frozen"):
+            c["law_frozen"] = frozen_law(stages.Study(c.get("study", out), progress=False), spec, c)
     rows = [{**{k: c.get(k) for k in keep}, "law": {k: c["law"].get(k) for k in laws},
              "law_frozen": {k: c["law_frozen"].get(k) for k in laws} if c.get("law_frozen") else None}
             for c in results["controls"]]
