@@ -20,7 +20,8 @@ Each row carries its law as the study's one verdict rule decides it (``law``), f
 verdict (``law_frozen``; for a study that ran before the controls had one, computed here by :func:`frozen_law`),
 and the exact test's law on the same search (``law["exact"]``: the seeds' choices with no precision), with that
 exact law's departure from Newton's form and its 95% interval over systems (``newton_departure_exact``,
-``_ci95``). ``pass_rule`` and ``passes`` apply :data:`orbitlaw.study.controls.PASS_RULE` (written before the replications ran) to the rows.
+``_ci95``). ``pass_rule`` and ``passes`` apply :data:`orbitlaw.study.controls.PASS_RULE` (written before the
+replications ran) to the rows.
 """
 
 from __future__ import annotations
