@@ -78,6 +78,8 @@ def run(args) -> int:
                            protocol=args.protocol, tolerance=args.tolerance, quantity=args.quantity,
                            subset=_names(args.subset, "--subset") if args.subset else [])
     plot_pareto(law, out.with_suffix(".pareto.png"))
-    print(json.dumps({k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
-                                          "seeds_agreeing", "seeds")}))
+    print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
+                                             "newton_departure_exact", "seeds_agreeing", "seeds", "rule")},
+                      "disagrees": (law["newton_test"] or {}).get("disagrees"),
+                      "resolution_rms_ln": (law["resolution"] or {}).get("rms_ln")}))
     return 0
