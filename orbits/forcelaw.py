@@ -81,16 +81,9 @@ def strength(r: np.ndarray, law: dict | None) -> np.ndarray:
 def pair_forces(positions: np.ndarray, masses: np.ndarray, law: dict | None) -> np.ndarray:
     """Net force of ``law`` on each body, (n, S, B, 2) M_sun AU / yr^2, NaN for absent bodies; positions
     (n, S, B, 2) AU and masses (n, B) M_sun, NaN where absent. F_i = sum_j m_i m_j f(r_ij) (r_j - r_i) / r_ij."""
-    present = np.isfinite(masses)[:, None, :] & np.all(np.isfinite(positions), axis=-1)
-    m = np.where(np.isfinite(masses), masses, 0.0)[:, None, :]
-    r = np.where(present[..., None], positions, 0.0)
-    sep = r[:, :, None, :, :] - r[:, :, :, None, :]  # (n, S, i, j, 2): r_j - r_i
-    dist = np.sqrt(np.sum(sep**2, axis=-1))
-    pair = present[:, :, :, None] & present[:, :, None, :] & (dist > 0)
-    safe = np.where(pair, dist, 1.0)
-    coeff = np.where(pair, m[:, :, :, None] * m[:, :, None, :] * strength(safe, law) / safe, 0.0)
-    forces = np.einsum("nsij,nsijc->nsic", coeff, sep)
-    return np.where(present[..., None], forces, np.nan)
+    from orbitlaw.orbits.generate import gravitational_forces
+
+    return gravitational_forces(positions, masses, None if is_newton(law) else (lambda r: strength(r, law)))
 
 
 def integrate(batch: SystemBatch, steps: int, law: dict, substeps: int = SUBSTEPS) -> tuple[np.ndarray, np.ndarray]:

@@ -329,11 +329,12 @@ def tokenize(xy: np.ndarray, dt_index: np.ndarray, spec: TokenizerSpec) -> tuple
     return tokens, int(outside)
 
 
-def gravitational_forces(positions: np.ndarray, masses: np.ndarray) -> np.ndarray:
+def gravitational_forces(positions: np.ndarray, masses: np.ndarray, strength=None) -> np.ndarray:
     """Net Newtonian force on each body, (n, S, B, 2) in M_sun AU / yr^2; NaN for absent bodies.
 
     positions: (n, S, B, 2) AU with NaN for absent bodies; masses: (n, B) M_sun with NaN likewise.
-    F_i = sum_{j != i} G m_i m_j (r_j - r_i) / |r_j - r_i|^3.
+    F_i = sum_{j != i} G m_i m_j (r_j - r_i) / |r_j - r_i|^3; with ``strength`` (a function of the distance r,
+    :func:`orbitlaw.orbits.forcelaw.strength`) another law, F_i = sum_j m_i m_j f(r_ij) (r_j - r_i) / r_ij.
     """
     present = np.isfinite(masses)[:, None, :] & np.all(np.isfinite(positions), axis=-1)
     m = np.where(np.isfinite(masses), masses, 0.0)[:, None, :]
@@ -341,7 +342,11 @@ def gravitational_forces(positions: np.ndarray, masses: np.ndarray) -> np.ndarra
     sep = r[:, :, None, :, :] - r[:, :, :, None, :]  # (n, S, i, j, 2): r_j - r_i
     dist = np.sqrt(np.sum(sep**2, axis=-1))
     pair = present[:, :, :, None] & present[:, :, None, :] & (dist > 0)
-    inv3 = np.where(pair, 1.0 / np.where(pair, dist, 1.0) ** 3, 0.0)
-    coeff = G * m[:, :, :, None] * m[:, :, None, :] * inv3
+    if strength is None:
+        inv3 = np.where(pair, 1.0 / np.where(pair, dist, 1.0) ** 3, 0.0)
+        coeff = G * m[:, :, :, None] * m[:, :, None, :] * inv3
+    else:
+        safe = np.where(pair, dist, 1.0)
+        coeff = np.where(pair, m[:, :, :, None] * m[:, :, None, :] * strength(safe) / safe, 0.0)
     forces = np.einsum("nsij,nsijc->nsic", coeff, sep)
     return np.where(present[..., None], forces, np.nan)
