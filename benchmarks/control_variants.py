@@ -163,6 +163,7 @@ def main() -> None:
     ap.add_argument("--result", default=None, help="default: benchmarks/results/control_variant_<variant>.json")
     ap.add_argument("--negatives", action="store_true",
                     help="run the W = 1 and untrained controls under the variant instead of the training seeds")
+    ap.add_argument("--rows", default=None, help="with --negatives: just these of W1, W3-untrained (comma-separated)")
     args = ap.parse_args()
     spec = variant_spec(args.variant)
     if args.seeds is not None:
@@ -170,6 +171,8 @@ def main() -> None:
     names = [c["name"] for c in configurations(spec)]
     negative = {n for n in names if n == "W1" or n.endswith("-untrained")}
     chosen = negative if args.negatives else {n for n in names if "-s" in n}
+    if args.rows:
+        chosen &= set(args.rows.split(","))
     start = time.perf_counter()
     study = stages.Study(args.out, progress=False)
     write_json_atomic(study.path("study.json"), {"variant": args.variant, "config": spec,
