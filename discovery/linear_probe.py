@@ -168,13 +168,11 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     if plan.train_sequences < 1:
         raise ValueError("linear probes need at least one training sequence")
     parts = {}
-    for name, rows in probe_rows(split, plan, model.config, context, cfg.sequences, cfg.steps_per_sequence,
-                                 cfg.seed).items():
+    rows_of = probe_rows(split, plan, model.config, context, cfg.sequences, cfg.steps_per_sequence, cfg.seed)
+    for name, rows in rows_of.items():
         if len(rows["sequence"]) < 2:
             raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")
         targets = target_columns(rows, split)
-        if name == "heldout":
-            probe_rows_heldout = rows
         parts[name] = (hidden_features(model, split, rows, context, cfg.batch, device),
                        np.stack([targets[t] for t in LINEAR_TARGETS], 1))
     (Xtr, Ytr), (Xte, Yte) = parts["train"], parts["heldout"]
@@ -200,7 +198,7 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    frozen_readout(out / "frozen_predictions.csv", probe_rows_heldout, preds, r2)
+    frozen_readout(out / "frozen_predictions.csv", rows_of["heldout"], preds, r2)
     write_json_atomic(out / "linear_probes.json", result)
     return result
 
