@@ -107,10 +107,10 @@ def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
         idx = np.arange(start, min(start + batch, n_seq, len(split)))
         x, y = regression_batch(split, idx, context, model.config.chunk, 0.0, (0, start), device,
                                 model.config.window_end, model.config.window_loss)
-        out, loss = model(x, y)
-        total += float(loss) * len(idx)
+        out, _ = model(x)
+        total += float(model.loss(out, y)) * len(idx)
         count += len(idx)
-        x, y, out = x.cpu().numpy(), y.cpu().numpy(), out.float().cpu().numpy()
+        x, y, out = x.cpu().numpy(), y.cpu().numpy(), model.positions(out).float().cpu().numpy()
         i = np.arange(2 * bodies - 1, y.shape[1])  # target i is input i + 1
         if len(i):
             prev, prev2 = x[:, i + 1 - bodies], x[:, i + 1 - 2 * bodies]

@@ -9,7 +9,12 @@ pluggable causal attention and a GELU MLP; one untied head of 2 x vocab logits. 
 ``arch`` swaps the transformer blocks for LSTM, RNN or Mamba blocks (``orbitlaw.models.recurrent``), the
 reference's baselines; embeddings, head and everything around them stay the same.
 
-The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE.
+The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE. Its
+``inputs`` and ``outputs`` can each be the tokeniser's bins instead (``"bins"``: ``num_bins`` uniform bins over
+[``bin_lo``, ``bin_hi``) AU, 7000 over [-50, 50] as ``orbitlaw.orbits.tokenizer``): the positions are read as
+bin ids through the token embeddings, or the next position is predicted as a distribution over its bins with
+cross-entropy. The data stay continuous, so each of these changes alone turns the control GPT, one step at a
+time, into a GPT over the toolkit's tokens (``orbitlaw.study.path``).
 
 A chunked model (``chunk`` = L tokens) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut
 into chunks of W steps) and reads a longer input the same way: the state at position e is the model's state
@@ -36,6 +41,7 @@ from orbitlaw.models.recurrent import ARCHS, make_block
 
 WINDOW_ENDS = ("planet", "step")
 WINDOW_LOSSES = ("all", "last")
+READOUTS = ("positions", "bins")  # a regression model's inputs and outputs: AU, or the tokeniser's bins
 
 
 @dataclass
@@ -61,6 +67,10 @@ class GPTConfig:
     arch: str = "gpt"  # the core: transformer blocks, or lstm / rnn / mamba blocks (models.recurrent)
     window_end: str = "planet"  # a chunked model's windows end at a planet's token or at the step's last
     window_loss: str = "all"  # a chunked model's loss: every window position, or the last prediction only
+    inputs: str = "positions"  # a regression model reads positions in AU, or their bin ids ("bins")
+    outputs: str = "positions"  # ... predicts the next position in AU (MSE), or its bins (cross-entropy)
+    bin_lo: float = -50.0  # the bins' range in AU (num_bins of them: position_bins)
+    bin_hi: float = 50.0
 
     def validate(self) -> None:
         if self.attention not in ATTENTIONS:
@@ -90,6 +100,13 @@ class GPTConfig:
         if (self.window_end, self.window_loss) != ("planet", "all") and not (self.regression and self.chunk):
             raise ValueError("--window-end and --window-loss choose how a chunked regression model is trained "
                              "(--chunk-steps)")
+        for name in ("inputs", "outputs"):
+            if getattr(self, name) not in READOUTS:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {' or '.join(READOUTS)}")
+            if getattr(self, name) == "bins" and not self.regression:
+                raise ValueError(f"{name}='bins' is for a regression model (a token model reads and predicts bins)")
+        if not self.bin_hi > self.bin_lo:
+            raise ValueError(f"bin range must have bin_hi > bin_lo, got [{self.bin_lo}, {self.bin_hi})")
         if self.chunk is not None and not 1 <= self.chunk <= self.block_size:
             raise ValueError(f"chunk must be between 1 and block_size ({self.block_size}), got {self.chunk}")
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -100,6 +117,18 @@ class GPTConfig:
     def position_bins(self) -> int:
         """How many ids (0..position_bins-1) are position bins: num_bins, or all but the 2 time steps and pad."""
         return self.num_bins if self.num_bins is not None else self.vocab_size - 3
+
+    def bin_ids(self, positions: torch.Tensor) -> torch.Tensor:
+        """Bin ids (int64, same shape) of positions in AU, as ``orbitlaw.orbits.tokenizer`` bins them:
+        floor((x - bin_lo) / width) clipped to 0..position_bins - 1."""
+        width = (self.bin_hi - self.bin_lo) / self.position_bins
+        ids = torch.floor((positions.double() - self.bin_lo) / width)
+        return ids.clamp(0, self.position_bins - 1).long()
+
+    def bin_centres(self, ids: torch.Tensor) -> torch.Tensor:
+        """Positions in AU (float32) of the centres of bin ``ids``."""
+        width = (self.bin_hi - self.bin_lo) / self.position_bins
+        return (self.bin_lo + (ids.double() + 0.5) * width).float()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -187,11 +216,12 @@ class GPT(nn.Module):
         config.validate()
         self.config = config
         d = config.n_embd
-        if config.regression:
+        if config.regression and config.inputs == "positions":
             self.wte = nn.Linear(2, d, bias=config.bias)
-        else:
-            self.wte_x = nn.Embedding(config.vocab_size, d)
-            self.wte_y = nn.Embedding(config.vocab_size, d)
+        else:  # token ids, or a regression model's bin ids (position bins only)
+            rows = config.position_bins if config.regression else config.vocab_size
+            self.wte_x = nn.Embedding(rows, d)
+            self.wte_y = nn.Embedding(rows, d)
             self.in_proj = nn.Linear(2 * d, d, bias=config.bias)
         if config.pos == "learned":
             self.wpe = nn.Embedding(config.block_size, d)
@@ -200,7 +230,8 @@ class GPT(nn.Module):
                                     make_block(config.arch, d, config.bias, config.dropout)
                                     for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(d, bias=config.bias)
-        out = 2 if config.regression else 2 * config.vocab_size
+        out = (2 * config.vocab_size if not config.regression else
+               2 * config.position_bins if config.outputs == "bins" else 2)
         self.head = nn.Linear(d, out, bias=config.bias)
         self.apply(self._init_weights)
         for name, param in self.named_parameters():  # GPT-2 scaled init of residual projections
@@ -209,8 +240,14 @@ class GPT(nn.Module):
         for module in self.modules():  # initialisations the generic one above overwrote (models.recurrent)
             if hasattr(module, "post_init"):
                 module.post_init()
-        if config.embed_init == "fourier" and not config.regression:
+        if config.embed_init == "fourier" and "bins" in self._bin_parts():
             self._fourier_init()
+
+    def _bin_parts(self) -> tuple[str, ...]:
+        """Which ends of the model are bins: ("bins", "bins") for a token model, else the regression model's
+        (inputs, outputs)."""
+        c = self.config
+        return ("bins", "bins") if not c.regression else (c.inputs, c.outputs)
 
     @torch.no_grad()
     def _fourier_init(self, head_rms: float = FOURIER_HEAD_RMS):
@@ -222,21 +259,28 @@ class GPT(nn.Module):
         identity taking x's half from wte_x and y's half from wte_y; the head's x rows read [F(bin), 0] and
         its y rows [0, F(bin)], scaled to RMS ``head_rms`` so that a residual carrying F(x) gives logits
         peaked at x. Nearby bins start with nearby vectors, so the model does not have to discover the order
-        of 7000 bins one by one. Time-step and pad rows keep the normal init.
+        of 7000 bins one by one. Time-step and pad rows keep the normal init. A regression model with bins at
+        one end only starts that end this way.
         """
         c = self.config
         half = c.n_embd // 2
         bins = c.position_bins
         feats = fourier_features(bins, half)
-        for coord, table in enumerate((self.wte_x, self.wte_y)):
-            table.weight[:bins] = 0.0
-            table.weight[:bins, coord * half:(coord + 1) * half] = feats * (0.02 * math.sqrt(2))
-            rows = slice(coord * c.vocab_size, coord * c.vocab_size + bins)
-            self.head.weight[rows] = 0.0
-            self.head.weight[rows, coord * half:(coord + 1) * half] = feats * (head_rms * math.sqrt(2))
-        eye = torch.eye(half)
-        self.in_proj.weight[:half, :half] = eye  # x's half of wte_x -> residual[:half]
-        self.in_proj.weight[half:2 * half, c.n_embd + half:c.n_embd + 2 * half] = eye  # y's half of wte_y
+        inputs, outputs = self._bin_parts()
+        stride = self.head.out_features // 2  # head rows per coordinate
+        for coord in (0, 1):
+            if inputs == "bins":
+                table = (self.wte_x, self.wte_y)[coord]
+                table.weight[:bins] = 0.0
+                table.weight[:bins, coord * half:(coord + 1) * half] = feats * (0.02 * math.sqrt(2))
+            if outputs == "bins":
+                rows = slice(coord * stride, coord * stride + bins)
+                self.head.weight[rows] = 0.0
+                self.head.weight[rows, coord * half:(coord + 1) * half] = feats * (head_rms * math.sqrt(2))
+        if inputs == "bins":
+            eye = torch.eye(half)
+            self.in_proj.weight[:half, :half] = eye  # x's half of wte_x -> residual[:half]
+            self.in_proj.weight[half:2 * half, c.n_embd + half:c.n_embd + 2 * half] = eye  # y's half of wte_y
 
     @staticmethod
     def _init_weights(module):
@@ -283,10 +327,12 @@ class GPT(nn.Module):
         if c.pos == "learned" and T > c.block_size:
             raise ValueError(f"context of {T} tokens is longer than the learned-position block "
                              f"{c.block_size}; use --pos rope for longer contexts")
-        if c.regression:
+        if c.regression and c.inputs == "positions":
             x = self.wte(tokens.to(self.wte.weight.dtype))
         else:
-            if tokens.dtype not in (torch.int64, torch.int32):
+            if c.regression:  # positions in AU, read as their bins
+                tokens = c.bin_ids(tokens)
+            elif tokens.dtype not in (torch.int64, torch.int32):
                 raise ValueError(f"tokens must be integer ids, got {tokens.dtype}")
             x = self.in_proj(torch.cat([self.wte_x(tokens[..., 0]), self.wte_y(tokens[..., 1])], dim=-1))
         rope = None
@@ -302,19 +348,44 @@ class GPT(nn.Module):
         return states
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None):
-        """tokens (B, T, 2) -> logits (B, T, 2, vocab) (regression: (B, T, 2)), loss or None."""
+        """tokens (B, T, 2) -> logits (B, T, 2, vocab) (regression: positions (B, T, 2) in AU, or with
+        ``outputs="bins"`` logits (B, T, 2, position_bins)), loss or None.
+
+        A regression model with bin outputs given ``targets`` computes the logits only where a target is
+        finite (e.g. a window's last prediction) and returns None for them: the head over 2 x 7000 bins is most
+        of such a model's cost."""
         x = self.ln_f(self.hidden_states(tokens)[-1])
-        out = self.head(x)
-        if not self.config.regression:
-            out = out.view(*out.shape[:-1], 2, self.config.vocab_size)
+        c = self.config
+        if c.regression and c.outputs == "bins" and targets is not None:
+            keep = torch.isfinite(targets).all(dim=-1)
+            return None, self.loss(self._logits(x[keep]), targets[keep])
+        out = self._logits(x)
         loss = None if targets is None else self.loss(out, targets)
         return out, loss
 
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.head(x)
+        c = self.config
+        if not c.regression or c.outputs == "bins":
+            out = out.view(*out.shape[:-1], 2, self.head.out_features // 2)
+        return out
+
+    def positions(self, out: torch.Tensor) -> torch.Tensor:
+        """A regression model's predicted positions (..., 2) in AU from its output: the output itself, or with
+        bin outputs the centre of each coordinate's most likely bin."""
+        if self.config.outputs == "bins":
+            return self.config.bin_centres(out.argmax(dim=-1))
+        return out
+
     def loss(self, out: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over both coordinates of non-pad targets (regression: MSE over finite ones)."""
-        if self.config.regression:
+        """Mean cross-entropy over both coordinates of non-pad targets (regression: MSE (AU^2) over finite
+        ones, or with bin outputs the cross-entropy of their bins)."""
+        c = self.config
+        if c.regression and c.outputs == "bins":
+            keep = torch.isfinite(targets).all(dim=-1)
+            return F.cross_entropy(out[keep].float().reshape(-1, out.shape[-1]), c.bin_ids(targets[keep]).reshape(-1))
+        if c.regression:
             keep = torch.isfinite(targets)
             return F.mse_loss(out.float()[keep], targets[keep].float())
-        ignore = -100 if self.config.pad_id is None else self.config.pad_id
-        return F.cross_entropy(out.float().reshape(-1, self.config.vocab_size), targets.reshape(-1),
-                               ignore_index=ignore)
+        ignore = -100 if c.pad_id is None else c.pad_id
+        return F.cross_entropy(out.float().reshape(-1, c.vocab_size), targets.reshape(-1), ignore_index=ignore)

@@ -84,7 +84,7 @@ def rollout(model: GPT, split, index: int, prompt_steps: int, steps: int, mode: 
         seq = torch.from_numpy(truth[:first - 1].astype(np.float32))[None].to(device)
         for _ in range(need - first):
             out, _ = model(seq)
-            seq = torch.cat([seq, out[:, -1:].float()], dim=1)
+            seq = torch.cat([seq, model.positions(out[:, -1:]).float()], dim=1)
         generated = seq[0, first - 1:].cpu().double().numpy()
     else:
         spec = split.tokenizer

@@ -323,8 +323,8 @@ def plot_losses(run: Path) -> Path:
         ax.plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", label="validation")
     ax.set_xlabel("step")
     cfg = json.loads((run / "config.json").read_text())
-    regression = cfg["model"].get("regression", False)
-    ax.set_ylabel("mean squared error (AU^2)" if regression else "cross-entropy (nats per coordinate)")
+    mse = cfg["model"].get("regression", False) and cfg["model"].get("outputs", "positions") == "positions"
+    ax.set_ylabel("mean squared error (AU^2)" if mse else "cross-entropy (nats per coordinate)")
     ax.set_yscale("log")
     ax.legend()
     ax.set_title(f"{cfg['train']['preset']} / {cfg['train']['attention']}")

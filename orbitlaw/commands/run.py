@@ -18,7 +18,9 @@ def add_parser(sub) -> None:
         "STUDY/results.json. Every stage is cached by its config: a killed study resumes where it was.")
     p.add_argument("--preset", required=True, choices=list(PRESETS),
                    help="smoke (minutes, CPU), cpu (about an hour on 2 cores), gpu-109m (reference scale), "
-                   "gpu-109m-rope (the same with rotary positions, for length extrapolation)")
+                   "gpu-109m-rope (the same with rotary positions, for length extrapolation), controls (the "
+                   "controls alone), path and path-gpu (the path from the positive control to a GPT over tokens, "
+                   "one change per rung: docs/path.md)")
     p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
                    help="orbitlaw (default): the toolkit's probe and symbolic regression; reference: Vafa et "
                    "al.'s protocol in every stage (see the README's departures table)")
@@ -27,7 +29,8 @@ def add_parser(sub) -> None:
     p.add_argument("--show-config", action="store_true",
                    help="print the fully resolved configuration as JSON and exit (no stage runs)")
     p.add_argument("--attention", default=None, metavar="A,B,...",
-                   help="attention variants to compare (default: the preset's, softmax,lssar)")
+                   help="attention variants to compare (default: the preset's, softmax,lssar; for path: the "
+                   "attentions of its rungs)")
     p.add_argument("--arch", default=None, metavar="A,B,...",
                    help="baseline architectures trained, probed and reported beside the GPTs: lstm, rnn, mamba "
                         "(default: the preset's; smoke has lstm, the others none)")

@@ -177,9 +177,10 @@ def _model_row(study, spec: dict, conf: dict, data: dict, workers: int, progress
     probe_spec, linear_spec = spec["probe"], spec["linear_probe"]
     target = spec.get("target", "force-magnitude")
     run = study.path("controls", "runs", name)
-    train_spec = {**conf["train"], "data": spec["data"]["pretrain"]}
+    attention = conf.get("attention", "softmax")  # the path's rungs (orbitlaw.study.path) try each attention
+    train_spec = {**conf["train"], "data": spec["data"]["pretrain"], "attention": attention}
     trained = study.stage(f"controls:train:{name}", train_spec, [run],
-                          lambda: stages.train(data["pretrain"], run, "softmax", conf["train"], progress,
+                          lambda: stages.train(data["pretrain"], run, attention, conf["train"], progress,
                                                log_to=log_to))
     pdir = study.path("controls", "probes", name)
     pkey = {"train": train_spec, "data": spec["data"]["probe"], **probe_spec, "target": target}

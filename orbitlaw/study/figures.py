@@ -219,3 +219,65 @@ def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[
             ax.set_title(f"{c['name']}: {law.get('verdict', '—')}", fontsize=9)
         made["controls_forces"] = _save(fig, forces_out)
     return made
+
+
+def _departure(row: dict) -> tuple[float, float, float] | None:
+    """(departure, lower, upper) of a row's exact law from Newton's form, in percent; None if not measured."""
+    law = row.get("law") or {}
+    d = law.get("newton_departure_exact")
+    if d is None:
+        return None
+    lo, hi = law.get("newton_departure_exact_ci95") or (d, d)
+    return 100 * d, 100 * lo, 100 * hi
+
+
+def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Path:
+    """The path (``orbitlaw.study.path``): the exact law's departure from Newton (% RMS of ln, with its 95%
+    interval over systems) along the rungs, one line per attention through the first seed's rows (the other
+    seeds' as open markers); and at the last rung against the training tokens, one line per attention and
+    width. ``precision``: the verdict rule's precision, drawn as a dashed line."""
+    if not rows:
+        raise ValueError("no path rows to draw")
+    rungs = sorted({(r["rung_index"], r["rung"]) for r in rows})
+    attentions = list(dict.fromkeys(r["attention"] for r in rows if r["rung"] != "positions"))
+    colours = _colours(attentions or ["softmax"])
+    first = min(r["seed"] for r in rows)
+    fig = Figure(figsize=(11, 4.2))
+    left, right = fig.subplots(1, 2)
+    for k, attention in enumerate(attentions or ["softmax"]):
+        shift = (k - (len(attentions) - 1) / 2) * 0.08
+        chain = sorted((r for r in rows if not r["width_row"] and (r["attention"] == attention or
+                                                                    r["rung"] == "positions")),
+                       key=lambda r: r["rung_index"])
+        main = [(r["rung_index"], _departure(r)) for r in chain if r["seed"] == first and _departure(r)]
+        if main:
+            x = np.array([i for i, _ in main]) + shift
+            d = np.array([v for _, v in main])
+            left.errorbar(x, d[:, 0], yerr=[d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]], marker="o", capsize=3,
+                          color=colours[attention], label=attention)
+        more = [(r["rung_index"], _departure(r)) for r in chain if r["seed"] != first and _departure(r)]
+        if more:
+            left.scatter([i + shift for i, _ in more], [v[0] for _, v in more], facecolors="none",
+                         edgecolors=colours[attention])
+        last = [r for r in rows if r["attention"] == attention and r["rung_index"] == rungs[-1][0]
+                and r["seed"] == first and _departure(r)]
+        for width in sorted({r["width"] for r in last}):
+            pts = sorted((r["training_tokens"], _departure(r)) for r in last if r["width"] == width)
+            t = np.array([p[0] for p in pts], float)
+            d = np.array([p[1] for p in pts])
+            right.errorbar(t, d[:, 0], yerr=[d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]], marker="o" if width ==
+                           min(r["width"] for r in last) else "s", capsize=3, color=colours[attention],
+                           linestyle="-" if width == min(r["width"] for r in last) else "--",
+                           label=f"{attention}, width {width}")
+    for ax in (left, right):
+        if precision:
+            ax.axhline(100 * precision, color="grey", linestyle=":", label=f"rule's precision ({precision:.0%})")
+        ax.set_ylabel("exact law from Newton (% RMS of ln)")
+        ax.set_yscale("symlog", linthresh=1.0)  # linear below 1%: an exact law of Newton's form departs by 0
+        ax.legend(fontsize=7)
+    left.set_xticks([i for i, _ in rungs], [name for _, name in rungs], rotation=20)
+    left.set_title("along the path (one change per rung)")
+    right.set_xscale("log")
+    right.set_xlabel(f"training tokens (positions read), rung '{rungs[-1][1]}'")
+    right.set_title("size and training budget")
+    return _save(fig, out)

@@ -10,7 +10,8 @@ from orbitlaw.models.tracking import check_tracker
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.presets import study_config
+from orbitlaw.study.path import run_path, summary
+from orbitlaw.study.presets import CONTROL_PRESETS, study_config
 
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
@@ -34,8 +35,12 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         if not (Path(directory) / "results.json").is_file():
             raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
     study = stages.Study(out, progress)
-    if preset == "controls":
+    if preset in CONTROL_PRESETS:
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
+        if "path" in config:
+            rows = run_path(study, config, workers, progress, log_to)
+            return _finish(study, {"models": [], "controls": [], "path": rows, "path_summary": summary(rows),
+                                   "protocol": config["protocol"], "notes": config["notes"], "config": config})
         controls = run_controls(study, config["controls"], workers, progress, log_to)
         return _finish(study, {"models": [], "controls": controls,
                                "protocol": config["protocol"], "notes": config["notes"], "config": config})

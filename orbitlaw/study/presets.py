@@ -12,7 +12,7 @@
 - ``gpu-109m-rope``: the same with rotary positions, the variant for length extrapolation (learned
   positions cannot be evaluated past their block).
 - ``controls``: the positive and negative controls alone (:mod:`orbitlaw.study.controls`), 32 minutes on 2
-  CPU cores (measured, ``benchmarks/controls.py``). Every other preset runs the same controls beside its
+  CPU cores (measured, ``benchmarks/experiments/controls.py``). Every other preset runs the same controls beside its
   models (``smoke`` at toy size), so each report reads against them.
 
 At ``smoke`` and ``cpu`` scale the models are pretrained on the ``two-body`` preset (the same
@@ -110,7 +110,7 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
         "window": 3, "seeds": seeds,
         # the control GPT with 4 heads at width 64 and input noise 0.005 AU (not Liu et al.'s one head, width 32):
         # one head cannot take the second difference that gives the curvature, and 0.02 AU of noise blurs that
-        # curvature by up to 12% (orbitlaw.study.controls; benchmarks/control_variants.py measures each change)
+        # curvature by up to 12% (orbitlaw.study.controls; docs/history.md)
         "train": {"preset": "control", "model_overrides": {"n_head": 4, "n_embd": 64},
                   "max_steps": steps, "batch_size": 256, "lr": 3e-3, "input_noise": 0.005,
                   "window_end": "step", "window_loss": "last",
@@ -122,25 +122,11 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
                         "schedule": "cosine", "warmup_steps": max(1, token_steps // 10), "eval_every": token_steps,
                         "checkpoint_every": max(1, token_steps // 4), "log_every": max(1, token_steps // 20),
                         "eval_sequences": 16},
-        # a cosine decay: the constant-lr fine-tune of 1,000 steps fitted its own labels no better than held-out
-        # ones (R^2 ln|F| 0.86), under-trained (benchmarks/control_variants.py, the probe-* variants).
-        # 3,000 training systems, not 1,000: with 1,000 the weak corner of the prior (m2 < 0.3 M_sun, r > 3 AU;
-        # about 12 training systems reach it) decided the verdict: every W = 3 readout over-predicted there
-        # (+5.3 to +7.8%) and the seeds read 2/5, 2/5, 4/5 at 6,000 steps; without those 62 of 5,000 rows W3-s1
-        # read 5/5, without 62 random rows 0-3/5 (benchmarks/control_corner.py). With 3,000 the three seeds read
-        # 5/5 each and the corner's bias -1.2 to -2.0%; W = 1 and the untrained control stay 0/5
-        # (control_variants.py, probe-3x-systems). The held-out quarter (1,000 systems) is what symbolic
-        # regression reads, as before.
-        # 3,000 steps, not 6,000 (6,000 had cut an under-trained probe's shrinkage with 1,000 systems): with 3,000
-        # systems W3-s0, s1, s2 read 5/5 each at 3,000 steps too (C = 39.47, 39.36, 39.45), W = 1 0/5 (39% off),
-        # the untrained control 0/5 (6.1% off) (control_variants.py --variant probe-3k), at half the cost.
-        # windows_per_sequence 25: a W = 3 probe step reads each of its 16 sequences' 100 steps through its own
-        # window, and those probes were 40 of the preset's ~110 core-minutes; the probe's errors are mostly per
-        # system (RMS ln error 7.1% between systems, 2.7% within one, on W3-s0 before), so a quarter of each
-        # system's windows per step, drawn anew each step, keeps the 16 systems a step at a quarter of the cost
-        # (whole-sequence models read every step from one pass: discovery.probe.window_columns). Measured whole
-        # (benchmarks/controls.py): W3-s0, s1, s2 newtonian 5/5, 4/5, 5/5, W = 1 and the untrained control 0/5,
-        # every row in 32 min on two cores
+        # the fine-tuned probe: 3,000 cosine steps on 3,000 training systems (the weak corner of the prior,
+        # m2 < 0.3 M_sun and r > 3 AU, needs them), the held-out quarter (1,000 systems) read by symbolic
+        # regression; windows_per_sequence 25: each step reads a quarter of each sequence's windows, drawn anew
+        # each step (the probe's errors are mostly per system; whole-sequence models read every step from one
+        # pass: discovery.probe.window_columns). Why each choice, and what it replaced: docs/history.md
         "probe": {"steps": probe_steps, "batch": 16, "lr": 1e-3, "schedule": "cosine",
                   "checkpoint_every": max(1, probe_steps // 4), "windows_per_sequence": 25,
                   "train_sequences": probe - quarter, "heldout_sequences": quarter, "eval_train_sequences": 64,
@@ -157,11 +143,27 @@ PRESETS["cpu"]["controls"] = _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 3
 PRESETS["gpu-109m"]["controls"] = _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
 PRESETS["controls"] = {"controls": _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)}
 
+# The path from the positive control to a GPT over the toolkit's tokens (orbitlaw.study.path): the controls' data,
+# positive control and probe, then one change per rung, each rung with every attention, and at the last rung
+# two widths and three training budgets (multiples of its steps) for softmax and LSSAR. The whole-sequence rung
+# trains as the controls' `tokens` row does (300 steps of 16 sequences): its head over 2 x 7000 bins at every
+# position costs about a second a step on one core.
+PRESETS["path"] = {"controls": _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300),
+                   "path": {"attentions": ["softmax", "lssar", "laser"],
+                            "whole_train": {"batch_size": 16, "max_steps": 300},
+                            "sizes": {"attentions": ["softmax", "lssar"], "widths": [64, 128],
+                                      "budgets": [0.3, 1, 9]}}}
+PRESETS["path-gpu"] = copy.deepcopy(PRESETS["path"])  # the same rungs at sizes and budgets for one GPU
+PRESETS["path-gpu"]["path"]["whole_train"] = {"batch_size": 64, "max_steps": 8000}
+PRESETS["path-gpu"]["path"]["sizes"] = {"attentions": ["softmax", "lssar"], "widths": [128, 384],
+                                        "budgets": [0.3, 1, 9]}
+
 PRESETS["gpu-109m-rope"] = copy.deepcopy(PRESETS["gpu-109m"])
 PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
 PRESETS["gpu-109m"]["evaluate"]["lengths"] = [1]  # learned positions: no evaluation past the block
 
 PROTOCOLS = ("orbitlaw", "reference")
+CONTROL_PRESETS = ("controls", "path", "path-gpu")  # studies of the controls' data alone (no attention models)
 
 VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": 0.01},
                 "reference": {"selection": "score", "tolerance": 0.0}}
@@ -212,8 +214,10 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
             controls["linear_probe"]["seed"] = controls["linear_probe"].get("seed", 0) + seed
             controls["discover"]["seed"] = controls["discover"].get("seed", 0) + seed
             controls["seeds"] = [k + seed for k in controls["seeds"]]
-    if preset == "controls":  # the controls alone: no attention models, no LLM baselines
+    if preset in CONTROL_PRESETS:  # the controls (or the path) alone: no attention models, no LLM baselines
         config["notes"] = []
+        if attentions and "path" in config:
+            config["path"]["attentions"] = _attentions(attentions)
         return config
     config["probe"]["protocol"] = protocol
     config["solar_probe"]["protocol"] = protocol
@@ -231,13 +235,7 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
         notes.append("bf16 autocast (the reference trains in fp32: --protocol reference or --precision fp32)")
     config["notes"] = notes
     if attentions:
-        from orbitlaw.kernels.registry import NAMES as ATTENTIONS
-
-        bad = [a for a in attentions if a not in ATTENTIONS]
-        if bad or len(set(attentions)) != len(attentions):
-            raise ValueError(f"--attention must list distinct variants of {', '.join(ATTENTIONS)}; got "
-                             f"{','.join(attentions)}")
-        config["attentions"] = list(attentions)
+        config["attentions"] = _attentions(attentions)
     if archs is not None:
         baselines = ("lstm", "rnn", "mamba")
         bad = [a for a in archs if a not in baselines]
@@ -251,3 +249,14 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
             config[section]["seed"] += seed
         config["discover"]["seed"] = config["discover"].get("seed", 0) + seed  # the SR seeds follow too
     return config
+
+
+def _attentions(attentions: list[str]) -> list[str]:
+    """``--attention``'s list, checked: distinct variants of the registry."""
+    from orbitlaw.kernels.registry import NAMES as ATTENTIONS
+
+    bad = [a for a in attentions if a not in ATTENTIONS]
+    if bad or len(set(attentions)) != len(attentions):
+        raise ValueError(f"--attention must list distinct variants of {', '.join(ATTENTIONS)}; got "
+                         f"{','.join(attentions)}")
+    return list(attentions)

@@ -61,6 +61,9 @@ def figures(study, results: dict) -> dict[str, str]:
     made = {}
     if results.get("controls"):
         made.update(fig.plot_controls(results["controls"], out / "controls_r2.png", out / "controls_forces.png"))
+    if results.get("path"):
+        rule = results["config"]["verdict_rule"]
+        made["path"] = fig.plot_path(results["path"], out / "path.png", rule.get("tolerance"))
     if not results["models"]:
         return {k: _rel(study, Path(v)) for k, v in made.items()}
     attentions = [m["attention"] for m in results["models"]]
@@ -239,6 +242,32 @@ def controls_section(controls: list[dict]) -> list[str]:
     return lines + ["", text, ""]
 
 
+def path_section(rows: list[dict], summary: list[dict]) -> list[str]:
+    """The report's path table (orbitlaw.study.path): one line per row, then k/n per rung and attention."""
+    lines = ["## The path: from the positive control to a GPT over the toolkit's tokens", "",
+             "Each rung changes one thing from the rung before (the change is in its row); every row is trained on "
+             "the controls' data and probed, searched and judged as the controls' rows are. Departure: the exact "
+             "law's RMS of ln from Newton's form, with its 95% interval over systems; m1/r²: whether the law is "
+             "the LSSAR write-up's F ∝ m1/r² (here the acceleration C/r², the star's mass ignored).", "",
+             "| row | rung: change | attention | width | steps | training tokens | val loss | probe R² (ln\\|a\\|) | "
+             "exponents (r, m1, m2) | verdict (seeds Newtonian; rule) | exact law from Newton [95%] | m1/r² | "
+             "frozen state: verdict |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        _, verdict = _law_cell(r["law"])
+        lines.append(f"| {r['name']} | {r['rung']}: {r['change']} | {r['attention']} | {r['width']} | {r['steps']} | "
+                     f"{r['training_tokens']:,} | {_num(r['val_loss'])} | {_num(r['probe_r2_log'])} | "
+                     f"{_exponents(r['law'])} | {verdict} | {departure_cell(r['law'])} | "
+                     f"{'yes' if r['m1_over_r2'] else 'no'} | {_law_cell(r.get('law_frozen'))[1]} |")
+    lines += ["", "| rung | attention | width | budget | seeds | newtonian (k/n) | verdicts | departures |",
+              "|---|---|---|---|---|---|---|---|"]
+    for g in summary:
+        deps = ", ".join("—" if d is None else f"{d:.1%}" for d in g["departures"])
+        lines.append(f"| {g['rung']} | {g['attention']} | {g['width'] or '—'} | {g['budget'] or '—'} | "
+                     f"{', '.join(map(str, g['seeds']))} | {g['newtonian']} | {', '.join(map(str, g['verdicts']))} | "
+                     f"{deps} |")
+    return lines + [""]
+
+
 def write_report(study, results: dict) -> dict[str, str]:
     """Write STUDY/report.md (and its figures); returns the figure paths relative to STUDY."""
     made = figures(study, results)
@@ -250,6 +279,8 @@ def write_report(study, results: dict) -> dict[str, str]:
              _protocol_paragraph(protocol, results.get("notes", cfg.get("notes", []))), ""]
     if results.get("controls"):
         lines += controls_section(results["controls"])
+    if results.get("path"):
+        lines += path_section(results["path"], results["path_summary"])
     if not results["models"]:
         return _write(study, lines, made)
     lines += ["## Models", "",
@@ -299,7 +330,8 @@ def write_report(study, results: dict) -> dict[str, str]:
                 "attention_maps": "Attention maps (head average, last layer)",
                 "attention_entropy": "Attention entropy vs position",
                 "controls_r2": "Controls: held-out R² of each probe by configuration",
-                "controls_forces": "Controls: predicted vs true probe target on held-out systems"}
+                "controls_forces": "Controls: predicted vs true probe target on held-out systems",
+                "path": "The path: the exact law's departure from Newton along the rungs and against training tokens"}
     for name, path in made.items():
         kind, _, who = name.rpartition("_")
         caption = captions.get(name) or {

@@ -1,0 +1,327 @@
+"""The documentation: the README and docs/ link only to files that exist, name every current result file,
+quote the result files' numbers as the files hold them, and build with MkDocs in strict mode.
+
+To quote a new number, add a row to ``NUMBERS``: the page, the result file, a function of the file's JSON
+that returns the value(s), and the text the page must contain with the value(s) formatted in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import unicodedata
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+ARCHIVE_README = RESULTS / "archive" / "README.md"
+PAGES = [README, *DOCS, ARCHIVE_README]
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+CODE = re.compile(r"`[^`\n]*`")
+# a repository path named in the text (in code spans or not): under one of these top-level folders
+REPO_PATH = re.compile(r"(?<![\w./-])((?:benchmarks|tests|docs|notebooks)/[\w./*-]*[\w*])")
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@cache
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def prose(path: Path) -> str:
+    """The page without fenced code blocks and inline code (where a bracket is not a link)."""
+    return CODE.sub("", FENCE.sub("", text(path)))
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as MkDocs' toc extension (and GitHub, for these headings) makes it."""
+    value = unicodedata.normalize("NFKD", heading.replace("`", "").replace("*", ""))
+    value = re.sub(r"[^\w\s-]", "", value.encode("ascii", "ignore").decode()).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
+
+
+def anchors(path: Path) -> set[str]:
+    return {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*?)\s*$", FENCE.sub("", text(path)), re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=rel)
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in LINK.findall(prose(page)):
+        if re.match(r"[a-z]+:", target):  # http(s), mailto: not checked here
+            continue
+        file, _, anchor = target.partition("#")
+        resolved = (page.parent / file).resolve() if file else page
+        if not resolved.exists():
+            broken.append(f"{target} (no {resolved})")
+        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+            broken.append(f"{target} (no heading #{anchor} in {rel(resolved)})")
+    assert not broken, f"{rel(page)}: broken links: {broken}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=rel)
+def test_every_repository_path_named_exists(page):
+    missing = []
+    for name in REPO_PATH.findall(text(page)):
+        if "*" in name:
+            if not list(ROOT.glob(name)):
+                missing.append(name)
+        elif not (ROOT / name).exists():
+            missing.append(name)
+    assert not missing, f"{rel(page)} names paths that do not exist: {sorted(set(missing))}"
+
+
+def test_every_current_result_file_is_in_the_results_page():
+    page = text(ROOT / "docs" / "results.md")
+    current = sorted(p for p in RESULTS.iterdir() if p.is_file())
+    assert current
+    unnamed = [p.name for p in current if rel(p) not in page]
+    assert not unnamed, f"benchmarks/results/ files not named in docs/results.md: {unnamed}"
+
+
+def test_every_archived_result_file_has_its_reason():
+    page = text(ARCHIVE_README)
+    files = sorted(p.name for p in (RESULTS / "archive").iterdir() if p.name != "README.md")
+    unlisted = [name for name in files if not re.search(rf"^\| `{re.escape(name)}` \| \S", page, re.M)]
+    assert not unlisted, f"archived result files without a line in archive/README.md: {unlisted}"
+
+
+def test_the_pages_stand_on_their_own():
+    for page in PAGES:
+        body = text(page)
+        for outside in ("../shared", "/work/", "science.md"):
+            assert outside not in body, f"{rel(page)} refers to {outside}, which a reader of the repository lacks"
+    readme = text(README)
+    assert len(readme.splitlines()) <= 250
+    # CI runs the README's test command; the quick start is what a new user types
+    assert '```bash\npip install torch==2.13.0 -e ".[dev]" && python -m pytest\n```' in readme
+    assert "```bash\npip install torch==2.13.0 -e . && orbitlaw run --preset smoke --out study-smoke\n```" in readme
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The numbers: each quoted number is recomputed from its result file.
+
+
+@cache
+def result(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def minus(x: float, spec: str) -> str:
+    """A signed number as the pages print it, with a real minus sign."""
+    return format(x, spec).replace("-", "−")
+
+
+def pm(mean: float, sd: float) -> str:
+    return f"{mean:.2f} ± {sd:.2f}"
+
+
+def row(rows: list[dict], name: str) -> dict:
+    return next(r for r in rows if r["name"] == name)
+
+
+def departure(law: dict) -> tuple[float, float, float]:
+    """The exact law's departure from Newton's form and its 95% interval."""
+    return (law["newton_departure_exact"], *law["newton_departure_exact_ci95"])
+
+
+def pass_rule(doc: dict) -> dict:
+    p = doc["passes"]
+    return {"word": "held" if p["passed"] else "failed", "positive": p["positive"],
+            "negatives": "a negative `newtonian`" if p["negatives_newtonian"] else "no negative `newtonian`"}
+
+
+def frozen_newtonian(doc: dict) -> str:
+    n = sum((r.get("law_frozen") or {}).get("verdict") == "newtonian" for r in doc["controls"])
+    return f"{n} rows" if n else "no row"
+
+
+def world(doc: dict, kind: str) -> dict:
+    """The power-law world's model row or oracle row (control_wrong_law.json)."""
+    return next(r for r in doc["worlds"]["power"]["rows"] if r["kind"] == kind)
+
+
+def r_exponent(doc: dict) -> tuple[str, str, str, str]:
+    law = world(doc, "model")["law"]
+    values = (law["fitted_exponents"]["r"], *law["fitted_exponents_ci95"]["r"])
+    return (world(doc, "model")["verdict"], *(minus(x, ".2f") for x in values))
+
+
+def non_newtonian_seeds(doc: dict) -> tuple[int, int]:
+    """Seeds of the matrix's non-Newtonian laws called ``newtonian``, and all their seeds."""
+    cells = [c for c in doc["results"].values() if c["expected"] != "newtonian"]
+    return sum(c["newtonian_seeds"] for c in cells), sum(len(c["per_seed"]) for c in cells)
+
+
+def matrix(doc: dict) -> tuple[int, int, int, int]:
+    return (doc["summary"]["cells_meeting_targets"], doc["summary"]["cells"], *non_newtonian_seeds(doc))
+
+
+def near_newton(doc: dict) -> tuple[str, int, int]:
+    s = doc["summary"]
+    return s["newton_replicates_newtonian"], s["resolved_called_newtonian"], s["resolved_replicates"]
+
+
+def resolution(doc: dict, cell: str) -> float:
+    """The median stated resolution (RMS of ln) of Newton's own rows over the replicates."""
+    return statistics.median(r["resolution_rms_ln"] for r in doc["results"][cell]["per_replicate"])
+
+
+def tracking(doc: dict) -> tuple[float, float, float, float, float]:
+    """Relative scores (linear oracle) of the trained models: min, max; their slopes: min, max; the untrained GPT's."""
+    trained = [r["tracking"]["linear"] for r in doc["rows"] if "untrained" not in r["model"]]
+    untrained = next(r["tracking"]["linear"] for r in doc["rows"] if "untrained" in r["model"])
+    scores, slopes = [t["relative_score"] for t in trained], [t["slope"] for t in trained]
+    return min(scores), max(scores), min(slopes), max(slopes), untrained["relative_score"]
+
+
+def protocols(doc: dict) -> tuple[str, str]:
+    """R² of ln|F| on ``two-body`` under the orbitlaw and the reference protocol, mean ± sd over seeds."""
+    summary = doc["presets"]["two-body"]["summary"]
+    mine, theirs = summary["orbitlaw"]["r2_log"], summary["reference"]["r2_log"]
+    return pm(mine["mean"], mine["sd"]), f'{minus(theirs["mean"], ".1f")} ± {theirs["sd"]:.1f}'
+
+
+MULTIPLES = ("1", "2", "4", "8", "16")
+ATTENTIONS = ("softmax", "lssa", "lssar", "lssar-p3", "laser", "sigmoid", "relu", "softmax-rw", "sigmoid-l1-rw",
+              "relu-l1", "lssa-noscale", "lssar-adaptive")
+
+
+def extrapolation_row(doc: dict, attention: str) -> str:
+    """The experiments page's row: loss mean ± sd at 1x-16x the context, then the 16x / 1x ratio."""
+    t = doc["table"][attention]
+    cells = [pm(t[m]["mean"], t[m]["sd"]) for m in MULTIPLES] + [pm(t["16"]["ratio_mean"], t["16"]["ratio_sd"])]
+    return f"| `{attention}` | " + " | ".join(cells) + " |"
+
+
+def passkey_row(doc: dict, attention: str) -> str:
+    """The experiments page's row: accuracy mean ± sd at 1x-16x the training length."""
+    t = doc["table"][attention]
+    return f"| `{attention}` | " + " | ".join(pm(t[m]["mean"], t[m]["sd"]) for m in MULTIPLES) + " |"
+
+
+def at_16x(key: str, attention: str):
+    mean, sd = ("ratio_mean", "ratio_sd") if key == "ratio" else ("mean", "sd")
+    return lambda doc: pm(doc["table"][attention]["16"][mean], doc["table"][attention]["16"][sd])
+
+
+README_, RESULTS_MD, CONTROLS_MD = "README.md", "docs/results.md", "docs/controls.md"
+BENCH_MD, EXPER_MD = "docs/benchmarks.md", "docs/experiments.md"
+SEED5, SEED10, WRONG_LAW = "controls_seed5.json", "controls_seed10.json", "control_wrong_law.json"
+UNTRAINED_6K, W1_6K = ("control_variant_probe-6k-every-window_W3-untrained.json",
+                       "control_variant_probe-6k-every-window_W1.json")
+RULE_README = "pass rule **{word}** (positive {positive}; {negatives})"
+RULE_RESULTS = "pass rule **{word}**: positive {positive}, {negatives}"
+RULE_CONTROLS = "| **{word}** | {positive} | none |"
+
+# (page, result file, value(s) from the file's JSON, the text the page must hold with the value(s) formatted in)
+NUMBERS = [
+    # the controls: the pass rule per replication, the frozen state, the rows quoted in the text
+    (README_, SEED5, pass_rule, "`--seed 5`: " + RULE_README),
+    (README_, SEED10, pass_rule, "`--seed 10`: " + RULE_README),
+    (RESULTS_MD, SEED5, pass_rule, RULE_RESULTS),
+    (RESULTS_MD, SEED10, pass_rule, RULE_RESULTS),
+    (CONTROLS_MD, SEED5, pass_rule, "| `--seed 5` " + RULE_CONTROLS),
+    (CONTROLS_MD, SEED10, pass_rule, "| `--seed 10` " + RULE_CONTROLS),
+    (README_, SEED5, frozen_newtonian, "readout is `newtonian` for {}"),
+    (README_, SEED10, frozen_newtonian, "readout is `newtonian` for {}"),
+    (RESULTS_MD, SEED5, frozen_newtonian, "frozen-state verdict `newtonian` for {}"),
+    (RESULTS_MD, SEED10, frozen_newtonian, "frozen-state verdict `newtonian` for {}"),
+    (CONTROLS_MD, SEED5, lambda d: row(d["controls"], "W3-s6")["newtonian_seeds"], "W3-s6 `newtonian` {}/5"),
+    (CONTROLS_MD, SEED5, lambda d: departure(row(d["controls"], "W3-s5")["law"]),
+     "W3-s5's exact law is {:.2%} [{:.2%}, {:.2%}] away"),
+    (CONTROLS_MD, SEED10, lambda d: departure(row(d["controls"], "W1")["law"]), "| {:.2%} [{:.2%}, {:.2%}] |"),
+    (README_, "controls.json", lambda d: d["wall_seconds"] / 60, "| {:.0f} min on 2 idle CPU cores, every row |"),
+    (RESULTS_MD, "controls.json", lambda d: (d["wall_seconds"] / 60, d["wall_seconds"]),
+     "every row in {0:.1f} min ({1:,.1f} s; target 45 min)"),
+    # the wrong-law world and the negatives at the largest probe budget
+    (README_, WRONG_LAW, lambda d: ("held" if d["passed"] else "failed",
+                                    world(d, "oracle")["law"]["power_law"]["constant"]),
+     "pass rule **{0}**: the model's law is not Newton's; k-NN on the true state finds {1:.2f}·m2/r^(5/2)"),
+    (RESULTS_MD, WRONG_LAW, r_exponent, "W3-s20 `{0}`, r exponent {1} [{2}, {3}]"),
+    (CONTROLS_MD, WRONG_LAW, lambda d: world(d, "model")["probe_r2_log"], "W3-s20's probe reads ln|a| at R² {:.3f}"),
+    (RESULTS_MD, UNTRAINED_6K, lambda d: (d["rows"][0]["verdict"], *departure(d["rows"][0]["law"])),
+     "`{0}`, exact law {1:.1%} [{2:.1%}, {3:.1%}] from Newton"),
+    (CONTROLS_MD, UNTRAINED_6K, lambda d: d["rows"][0]["probe_r2_log"], "reaches R² {:.3f} for ln|a|"),
+    (RESULTS_MD, W1_6K, lambda d: (d["rows"][0]["verdict"], d["rows"][0]["law"]["newton_departure_exact"]),
+     "`{0}` C/r², {1:.0%} from Newton"),
+    # the verdict
+    (README_, "discover.json", matrix,
+     "{0} of {1} cells meet their targets; {2} of {3:,} seeds of a non-Newtonian law called `newtonian`"),
+    (RESULTS_MD, "discover.json", lambda d: (d["summary"]["cpu_seconds_per_fit_mean"],
+                                             d["summary"]["cpu_seconds_per_fit_max"], d["retime"]["fits_retimed"],
+                                             d["retime"]["cpu_seconds_alone_max"]),
+     "{0:.2f} s CPU per fit on average, {1:.2f} s at most; {2} slowest fits re-timed alone: at most {3:.2f} s"),
+    (BENCH_MD, "discover.json", non_newtonian_seeds, "no seed of one ever called `newtonian` ({0} of {1:,} seeds)"),
+    (RESULTS_MD, "discover_tolerance1pct.json", matrix,
+     "{0} of {1} cells `not-a-power-law`; {2} of {3:,} seeds called `newtonian`"),
+    (README_, "near_newton.json", near_newton,
+     "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
+    (RESULTS_MD, "near_newton.json", near_newton,
+     "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
+    (RESULTS_MD, "near_newton_resolution.json",
+     lambda d: [resolution(d, f"newton/{c}") for c in ("probe_two-body", "probe_two-body-exoplanet", "controls_rows")],
+     "RMS of ln {0:.2%} (`two-body`), {1:.2%} (`two-body-exoplanet`), {2:.2%} (the controls' rows)"),
+    (CONTROLS_MD, "near_newton_resolution.json", lambda d: resolution(d, "newton/probe_two-body"),
+     "| `two-body` probe rows (force) | {:.2%} |"),
+    # models, probes and attentions
+    (README_, "inductive_bias_cpu_study.json", tracking,
+     "relative scores {0:.2f}-{1:.2f} against the linear oracle, flat curves (slopes {2:.2f}-{3:.2f}); an "
+     "untrained GPT scores {4:.2f}"),
+    (RESULTS_MD, "inductive_bias_cpu_study.json", tracking,
+     "relative scores {0:.2f}-{1:.2f} (linear oracle), slopes {2:.2f}-{3:.2f}; untrained GPT {4:.2f}"),
+    (RESULTS_MD, "inductive_bias.json", lambda d: [r["scores"]["linear"] for r in d["rows"]],
+     "GPT {0:.2f}, LSTM {1:.2f}, RNN {2:.2f}, untrained GPT {3:.2f}"),
+    *[(RESULTS_MD, "extrapolation.json", at_16x("ratio", a), f"{label} {{}}")
+      for a, label in (("softmax", "softmax"), ("lssar", "LSSAR"), ("lssa", "LSSA"), ("laser", "LASER"))],
+    *[(RESULTS_MD, "passkey.json", at_16x("mean", a), f"{label} {{}}")
+      for a, label in (("softmax", "softmax"), ("lssar", "LSSAR"), ("laser", "LASER"), ("sigmoid", "sigmoid"))],
+    *[(EXPER_MD, "extrapolation.json", lambda d, a=a: extrapolation_row(d, a), "{}") for a in ATTENTIONS],
+    *[(EXPER_MD, "passkey.json", lambda d, a=a: passkey_row(d, a), "{}") for a in ATTENTIONS],
+    (RESULTS_MD, "probe_protocol.json", protocols, "orbitlaw {0}, reference {1}"),
+    # performance
+    (RESULTS_MD, "simulate.json", lambda d: (round(d["results"]["orbitlaw"]["seq_per_s"], -2),
+                                             d["full_set_minutes_orbitlaw"], d["speedup_vs_rebound_whfast"]),
+     "{0:,.0f} sequences/s; the 10M-sequence set in {1:.1f} min; REBOUND WHFast {2:.0f}x slower"),
+    (BENCH_MD, "simulate.json", lambda d: round(d["results"]["orbitlaw"]["seq_per_s"], -2),
+     "writes {:,.0f} sequences/s"),
+    (RESULTS_MD, "train_throughput.json", lambda d: (d["tokens_per_s"]["softmax"], d["tokens_per_s"]["lssar"],
+                                                     d["ratio_to_softmax"]["lssar"]),
+     "softmax {0:,.0f} tokens/s, LSSAR {1:,.0f} ({2:.2f}x)"),
+    (RESULTS_MD, "tiny_convergence.json", lambda d: (d["runs"]["fourier"]["val_loss"], d["runs"]["normal"]["val_loss"]),
+     "validation loss {0:.2f} (Fourier init) against {1:.2f} (normal init)"),
+    (RESULTS_MD, "probe_positions.json", lambda d: (d["speedup"], d["speedup_windows_per_sequence_25"]),
+     "{0:.1f}x faster reading only the rows' windows, {1:.1f}x again at 25 windows a sequence"),
+    (BENCH_MD, "probe_positions.json", lambda d: list(d["seconds_per_step"].values()),
+     "takes {0:.3f} s with every window read, {1:.3f} s reading only"),
+]
+
+
+@pytest.mark.parametrize("page, name, value, template", NUMBERS,
+                         ids=[f"{page}:{name}:{i}" for i, (page, name, _, _) in enumerate(NUMBERS)])
+def test_quoted_numbers_match_their_result_files(page, name, value, template):
+    got = value(result(name))
+    expected = template.format(**got) if isinstance(got, dict) else (
+        template.format(*got) if isinstance(got, (tuple, list)) else template.format(got))
+    assert expected in text(ROOT / page), f"{page} should say {expected!r} (from benchmarks/results/{name})"
+
+
+def test_the_docs_build_with_mkdocs_in_strict_mode(tmp_path):
+    pytest.importorskip("mkdocs")
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path / "site"), strict=True)
+    build(config)  # strict: any warning (a broken link or anchor, a page left out of the nav) raises
+    assert (tmp_path / "site" / "index.html").exists()

@@ -1,0 +1,169 @@
+"""The path from the positive control to a GPT over the toolkit's tokens (orbitlaw.study.path): the regression
+model's bin inputs and outputs, one change per rung, the replication rule, and the preset as one command."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from orbitlaw.models.presets import build_model
+from orbitlaw.orbits.tokenizer import TokenizerSpec
+from orbitlaw.study import path, presets
+
+SMALL = {"n_embd": 16, "n_head": 2, "n_layer": 1}
+
+
+def test_bin_ids_and_centres_are_the_tokenisers():
+    spec = TokenizerSpec()
+    xy = np.random.default_rng(0).uniform(-60, 60, size=(2000, 2))  # beyond [-50, 50) too: clipped alike
+    xy[:5] = [[-50, 50], [0, 0], [spec.width, -spec.width], [49.99, -49.99], [-50.01, 1e-12]]
+    model = build_model("control", inputs="bins", **SMALL)
+    ids = model.config.bin_ids(torch.from_numpy(xy))
+    np.testing.assert_array_equal(ids.numpy(), spec.encode(xy)[0])
+    np.testing.assert_allclose(model.config.bin_centres(ids).numpy(), spec.decode(ids.numpy()), atol=1e-5)
+
+
+def test_bin_outputs_predict_a_distribution_over_each_coordinates_bins():
+    model = build_model("control", inputs="bins", outputs="bins", **SMALL)
+    x = torch.randn(3, 6, 2)
+    out, loss = model(x)
+    assert out.shape == (3, 6, 2, 7000) and loss is None
+    positions = model.positions(out)
+    np.testing.assert_allclose(positions.numpy(), model.config.bin_centres(out.argmax(-1)).numpy())
+    # the loss on a window's last target only: the logits computed there alone are the whole output's there
+    y = torch.full((3, 6, 2), float("nan"))
+    y[:, -1] = torch.randn(3, 2)
+    none, kept = model(x, y)
+    assert none is None
+    torch.testing.assert_close(kept, model.loss(out, y))
+    ids = model.config.bin_ids(y[:, -1])
+    expected = torch.nn.functional.cross_entropy(out[:, -1].reshape(-1, 7000), ids.reshape(-1))
+    torch.testing.assert_close(kept, expected)
+
+
+def test_each_end_starts_as_the_token_gpt_does():
+    both = build_model("control", inputs="bins", outputs="bins", embed_init="fourier", n_embd=32, n_head=2)
+    tokens = build_model("tiny", embed_init="fourier", n_embd=32, n_head=2, n_layer=2)
+    torch.testing.assert_close(both.wte_x.weight[:7000], tokens.wte_x.weight[:7000])
+    torch.testing.assert_close(both.head.weight[:7000], tokens.head.weight[:7000])
+    torch.testing.assert_close(both.head.weight[7000:], tokens.head.weight[7003:14003])
+    inputs_only = build_model("control", inputs="bins", embed_init="fourier", n_embd=32, n_head=2)
+    assert inputs_only.head.weight.shape == (2, 32) and inputs_only.head.weight.abs().max() < 0.2
+    torch.testing.assert_close(inputs_only.wte_y.weight[:7000], tokens.wte_y.weight[:7000])
+    outputs_only = build_model("control", outputs="bins", embed_init="fourier", n_embd=32, n_head=2)
+    assert isinstance(outputs_only.wte, torch.nn.Linear)
+    torch.testing.assert_close(outputs_only.head.weight[7000:], tokens.head.weight[7003:14003])
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"preset": "tiny", "inputs": "bins"}, "inputs='bins' is for a regression model"),
+    ({"preset": "control", "outputs": "tokens"}, "unknown outputs 'tokens'"),
+    ({"preset": "control", "bin_lo": 1.0, "bin_hi": 1.0}, "bin_hi > bin_lo"),
+])
+def test_bad_bin_settings_are_one_line_errors(settings, message):
+    with pytest.raises(ValueError, match=message):
+        build_model(**settings)
+
+
+def _path_config(seed=0):
+    return presets.study_config("path", seed=seed)
+
+
+def test_each_rung_changes_exactly_what_it_says():
+    config = _path_config()
+    rungs = path.rung_settings(config["controls"], config["path"])
+    assert [r["rung"] for r in rungs] == [r["name"] for r in path.RUNGS]
+    flat = [{**{k: v for k, v in r["train"].items() if k != "model_overrides"},
+             **{f"model.{k}": v for k, v in r["train"]["model_overrides"].items()}} for r in rungs]
+    changed = [sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+               for a, b in zip(flat, flat[1:], strict=False)]
+    schedule = ["checkpoint_every", "log_every", "warmup_steps", "eval_every"]  # follow from max_steps
+    assert changed == [["model.embed_init", "model.inputs"], ["input_noise"], ["model.outputs"],
+                       sorted(["chunk_steps", "window_end", "window_loss", "batch_size", "max_steps", *schedule])]
+    assert flat[-1]["max_steps"] == config["path"]["whole_train"]["max_steps"]
+
+
+def test_rung_zero_is_the_positive_control_itself():
+    from orbitlaw.study.controls import configurations
+
+    config = _path_config(seed=10)
+    rows = path.configurations(config["controls"], config["path"])
+    control = {c["name"]: c for c in configurations(config["controls"])}
+    zero = [r for r in rows if r["rung"] == "positions"]
+    assert [r["name"] for r in zero] == ["W3-s10", "W3-s11", "W3-s12"]
+    for r in zero:  # the same training settings: the same stages as the controls study's own rows
+        assert r["train"] == control[r["name"]]["train"] and r["attention"] == "softmax"
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names))
+    assert "bins-in-lssar-s10" in names and "whole-laser-s10" in names
+    # the last rung's own row is the width-64, 1x cell: not trained twice
+    assert "whole-softmax-w64-x1-s10" not in names and "whole-softmax-w128-x1-s10" in names
+    big = next(r for r in rows if r["name"] == "whole-lssar-w128-x9-s10")
+    assert big["train"]["max_steps"] == 9 * config["path"]["whole_train"]["max_steps"]
+    assert big["train"]["model_overrides"]["n_embd"] == 128 and big["window"] is None
+
+
+def _r(name, rung, index, attention, newtonian, seed=0, budget=None):
+    return {"name": name, "rung": rung, "rung_index": index, "attention": attention, "newtonian": newtonian,
+            "seed": seed, "budget": budget, "width_row": budget is not None}
+
+
+def test_replication_takes_both_rows_of_each_change_and_the_largest_budget():
+    spec = {"attentions": ["softmax", "lssar"], "sizes": {"budgets": [0.3, 1, 9]}}
+    rows = [_r("W3-s0", "positions", 0, "softmax", True),
+            _r("bins-in-softmax-s0", "bins-in", 1, "softmax", True),
+            _r("no-noise-softmax-s0", "no-noise", 2, "softmax", False),
+            _r("bins-out-softmax-s0", "bins-out", 3, "softmax", False),
+            _r("bins-in-lssar-s0", "bins-in", 1, "lssar", False),
+            _r("no-noise-lssar-s0", "no-noise", 2, "lssar", False),
+            _r("bins-out-lssar-s0", "bins-out", 3, "lssar", True),
+            _r("whole-softmax-w64-x9-s0", "whole", 4, "softmax", False, budget=9),
+            _r("whole-softmax-w64-x1-s0", "whole", 4, "softmax", False, budget=1)]
+    assert path.replication(rows, spec) == [
+        "bins-in-softmax-s0", "no-noise-softmax-s0",  # softmax: lost between bins-in and no-noise
+        "bins-in-lssar-s0",  # lssar: lost at its first rung (the control, rung 0, runs at every seed anyway)
+        "no-noise-lssar-s0", "bins-out-lssar-s0",  # and back
+        "whole-softmax-w64-x9-s0"]
+
+
+@pytest.mark.parametrize("exponents, target, expected", [
+    ({"r": -2, "m1": 0, "m2": 0}, "acceleration-magnitude", True),
+    ({"r": -2, "m1": 0, "m2": 1}, "acceleration-magnitude", False),
+    ({"r": -2, "m1": 1, "m2": 0}, "force-magnitude", True),
+    ({"r": -2, "m1": 1, "m2": 1}, "force-magnitude", False),
+])
+def test_the_lssar_write_ups_law_is_the_inverse_square_without_the_star_mass(exponents, target, expected):
+    assert path.ignores_star_mass({"power_law": {"exponents": exponents}}, target) is expected
+    assert path.ignores_star_mass({"power_law": None}, target) is False
+
+
+def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
+    from orbitlaw.cli import main
+
+    small = {"controls": copy.deepcopy(presets.PRESETS["smoke"]["controls"]),
+             "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
+                      "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 1]}}}
+    monkeypatch.setitem(presets.PRESETS, "path", small)
+    out = tmp_path / "study"
+    assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    rows = {r["name"]: r for r in results["path"]}
+    assert list(rows) == ["W3-s0", "bins-in-lssar-s0", "no-noise-lssar-s0", "bins-out-lssar-s0", "whole-lssar-s0",
+                          "whole-lssar-w64-x0.5-s0"]
+    assert rows["whole-lssar-w64-x0.5-s0"]["steps"] == 3 and rows["whole-lssar-s0"]["steps"] == 6
+    run_config = json.loads((out / "controls" / "runs" / "bins-out-lssar-s0" / "config.json").read_text())
+    assert run_config["model"]["inputs"] == run_config["model"]["outputs"] == "bins"
+    assert run_config["train"]["attention"] == "lssar" and run_config["train"]["input_noise"] == 0
+    for r in rows.values():
+        assert r["law"]["verdict"] and r["law"]["rule"]["quantity"] == "acceleration"
+        assert r["law_frozen"]["verdict"] and isinstance(r["m1_over_r2"], bool) and r["training_tokens"] > 0
+    assert len(results["path_summary"]) == 6 and results["config"]["path"]["attentions"] == ["lssar"]
+    report = (out / "report.md").read_text()
+    assert "## The path" in report and "bins-in: inputs" in report
+    assert (out / results["figures"]["path"]).stat().st_size > 5_000
+    # resumes with nothing to do: every stage is cached
+    stamp = (out / "stages" / "controls__train__whole-lssar-s0.json").stat().st_mtime_ns
+    assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    assert (out / "stages" / "controls__train__whole-lssar-s0.json").stat().st_mtime_ns == stamp
