@@ -7,7 +7,7 @@ final LayerNorm, and fine-tune the whole model with masked MSE on the
 labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip 1.0, constant lr;
 reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). ``schedule="cosine"`` instead
 decays the lr from its value to 0 over the steps (:func:`orbitlaw.models.loop.scheduled_lr`), which ends a
-short fine-tune much closer to its optimum (``benchmarks/control_variants.py``, the ``probe-*`` variants).
+short fine-tune much closer to its optimum (``benchmarks/experiments/control_variants.py``, the ``probe-*`` variants).
 Label alignment and the label split are described in :mod:`orbitlaw.discovery.probe_data`.
 
 Protocols (``ProbeConfig.protocol``) fix what the head learns from which labels; the budget (steps,

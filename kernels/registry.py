@@ -82,8 +82,9 @@ NAMES = tuple(ATTENTIONS)
 
 
 def sweep(p: float = 15.0) -> dict[str, tuple[str, float]]:
-    """The variants a comparison sweeps (``benchmarks/extrapolation.py``, ``benchmarks/passkey.py``): label ->
-    (attention, p), every registered attention at ``p`` and LSSAR also at p = 3 (the write-up's two powers)."""
+    """The variants a comparison sweeps (``benchmarks/experiments/extrapolation.py``,
+    ``benchmarks/experiments/passkey.py``): label -> (attention, p), every registered attention at ``p`` and LSSAR
+    also at p = 3 (the write-up's two powers)."""
     return {**{name: (name, p) for name in NAMES}, "lssar-p3": ("lssar", 3.0)}
 
 

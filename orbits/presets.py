@@ -20,7 +20,7 @@ sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masse
   (a_planet = G m2 / r^2, a_star = G m1 / r^2), so every variable of F = G m1 m2 / r^2 shows in the dynamics
   of a few consecutive steps; the step resolves it (0.09-0.54 rad of orbit per step). Stores positions,
   velocities and forces. ``a_range`` sets how much orbit a step sweeps, and so how well three points
-  condition the force (``benchmarks/control_ceiling.py``). ``force_law`` (default ``{"kind": "newton"}``)
+  condition the force (``benchmarks/experiments/control_ceiling.py``). ``force_law`` (default ``{"kind": "newton"}``)
   sets the world's gravity: a power law or a Yukawa-screened force integrated by :mod:`orbitlaw.orbits.forcelaw`
   (the controls' wrong-law world), its forces stored as that law gives them.
 - ``solar-system``: the eight planets with their real masses and J2000 orbital elements (projected on

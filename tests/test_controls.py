@@ -326,9 +326,9 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
     with pytest.raises(ValueError, match="unknown control configuration W7"):
         run_controls(study, spec, 1, False, only={"W7"})
 
-    # two workers: W1, a configuration beyond the spec's own (its copy, benchmarks/control_full_untrained.py's
-    # way; labelled whole-sequence, so it is started first) and the oracle side by side in two processes, rows
-    # in the spec's order, each the same as run alone in this process
+    # two workers: W1, a configuration beyond the spec's own (its copy, the way of
+    # benchmarks/experiments/control_full_untrained.py; labelled whole-sequence, so it is started first) and the
+    # oracle side by side in two processes, rows in the spec's order, each the same as run alone in this process
     w1 = next(c for c in configurations(spec) if c["name"] == "W1")
     side = stages.Study(tmp_path / "side", progress=False)
     both = run_controls(side, spec, 2, False, only={"W1", "W7", "knn-W3"},

@@ -281,12 +281,12 @@ def test_timeout_is_recorded_and_retried_on_rerun(env, systems, tmp_path, capsys
     out = tmp_path / "run"
     slow = {0}
     with FakeLLM(systems, lambda s, c: "sleep" if s in slow else None, sleep_s=1.5) as fake:
-        start = time.monotonic()
         code = main(["llm", "run", "--provider", "openai-compatible", "--model", "fake-model", "--base-url",
                      f"{fake.url}/v1", "--systems", str(SYSTEMS), "--seed", str(SEED), "--out", str(out),
                      "--timeout", "0.25", "--max-retries", "1", "--backoff", "0.01", "--no-discover",
                      "--no-progress"])
-        assert time.monotonic() - start < 20
+        # the 0.25 s client timeout against a 1.5 s answer shows in the recorded "Timeout" errors below, not
+        # in a wall-clock assertion (pytest-timeout guards against a hang)
         assert code == 1 and fake.counts[0] == 2  # one retry after the timeout
         err = capsys.readouterr().err
         assert "request(s) failed" in err and "Timeout" in err and KEY not in err

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import pytest
 
@@ -15,14 +14,14 @@ from orbitlaw.study.stages import Study
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("study") / "smoke"
-    start = time.perf_counter()
     assert main(["run", "--preset", "smoke", "--out", str(out), "--quiet"]) == 0
-    return out, time.perf_counter() - start
+    return out
 
 
 def test_smoke_study_writes_results_and_report(study):
-    out, seconds = study
-    assert seconds < 600, f"the smoke study must take at most 10 minutes, took {seconds:.0f} s"
+    # how long the smoke study takes (README: about 5 minutes on 2 CPU cores) is not asserted: a test is no
+    # benchmark, and no script in benchmarks/ times the smoke preset yet
+    out = study
     results = json.loads((out / "results.json").read_text())
     assert [m["attention"] for m in results["models"]] == ["softmax", "lssar", "lstm"]  # smoke: one baseline
     assert [m["arch"] for m in results["models"]] == ["gpt", "gpt", "lstm"]
@@ -72,12 +71,11 @@ def test_smoke_study_writes_results_and_report(study):
 
 
 def test_rerun_is_served_from_the_stage_cache(study, capsys):
-    out, seconds = study
+    out = study
     before = json.loads((out / "results.json").read_text())
-    start = time.perf_counter()
     assert main(["run", "--preset", "smoke", "--out", str(out), "--quiet"]) == 0
-    assert "orbitlaw run: train:" not in capsys.readouterr().err  # no stage ran again
-    assert time.perf_counter() - start < seconds / 2
+    # no stage ran again (each prints "orbitlaw run: <stage>" when it runs); checked, not timed
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("orbitlaw run:")] == []
     after = json.loads((out / "results.json").read_text())
     assert after["models"] == before["models"] and after["oracle"] == before["oracle"]
     assert after["controls"] == before["controls"]

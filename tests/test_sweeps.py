@@ -1,5 +1,6 @@
 """The LSSAR write-up's experiments on the toolkit (issue 16): passkey retrieval and the length-extrapolation
-sweep, at toy size (the full sweeps are benchmarks: benchmarks/passkey.py, benchmarks/extrapolation.py)."""
+sweep, at toy size (the full sweeps are experiments: benchmarks/experiments/passkey.py,
+benchmarks/experiments/extrapolation.py)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_toy_sweeps_write_their_tables(tmp_path):
                           ("extrapolation.py", ["--steps", "2", "--context", "16", "--width", "32", "--sequences",
                                                 "1", "--train-sequences", "20", "--batch", "4"])):
         out = tmp_path / script.replace(".py", ".json")
-        subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--seeds", "2", "--only",
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "experiments" / script), "--seeds", "2", "--only",
                         "softmax,relu-l1", "--work", str(tmp_path / "work"), "--out", str(out), *extra],
                        check=True, cwd=ROOT, capture_output=True, timeout=600)
         doc = json.loads(out.read_text())

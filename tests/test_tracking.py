@@ -67,7 +67,8 @@ def test_tensorboard_receives_the_metrics_and_a_resume_replaces_the_steps_it_red
 
 
 def _wandb_history(path: Path) -> list[dict]:
-    wandb = shutil.which("wandb") or str(Path(sys.executable).parent / "wandb")
+    own = Path(sys.executable).parent / "wandb"  # this environment's, before another one's on PATH
+    wandb = str(own) if own.exists() else shutil.which("wandb")
     out = subprocess.run([wandb, "leet", "inspect", "--json", str(path)], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]

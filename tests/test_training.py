@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -145,7 +144,7 @@ def test_corrupted_checkpoint_on_resume_is_reported(data, tmp_path):
     assert weights.stat().st_size == 1000  # nothing overwritten
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="this torch has no torch.distributed")
 def test_torchrun_two_processes_match_one_process(data, tmp_path):
     common = ["train", "--data", str(data), "--preset", "tiny", "--max-steps", "3", "--batch-size", "4",
               "--log-every", "1", "--eval-every", "100", "--checkpoint-every", "100", "--quiet", "--seed", "3",
@@ -153,8 +152,10 @@ def test_torchrun_two_processes_match_one_process(data, tmp_path):
     single = _cli(*common, "--out", str(tmp_path / "one"))
     assert single.returncode == 0, single.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    ddp = subprocess.run(["torchrun", "--standalone", "--nproc_per_node", "2", "-m", "orbitlaw", *common,
-                          "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=600, env=env)
+    # torchrun of the environment running the tests (a `torchrun` on PATH may be another environment's)
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          "-m", "orbitlaw", *common, "--out", str(tmp_path / "two")],
+                         capture_output=True, text=True, timeout=600, env=env)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     one, two = read_metrics(tmp_path / "one"), read_metrics(tmp_path / "two")
     assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2, 3]
@@ -212,7 +213,7 @@ def test_baseline_guesses_repeat_and_extrapolate_each_body():
     assert _baseline_guesses(true[:3], pred[:3], bodies=2, num_bins=7000) is None
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not on PATH")
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="this torch has no torch.distributed")
 def test_the_study_hands_torchrun_the_whole_training_configuration(data, tmp_path):
     from orbitlaw.study import stages
 

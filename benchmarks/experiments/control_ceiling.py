@@ -18,7 +18,7 @@ omega*dt, and so how curved and how well conditioned three points are):
 Each readout's log error (mean, sd, 99th percentile) and the verdict of ``orbitlaw discover`` on its
 near-train rows at each ``--tolerances`` (with ``newton_departure``).
 
-    python benchmarks/control_ceiling.py --out benchmarks/results/control_ceiling.json
+    python benchmarks/experiments/control_ceiling.py --out benchmarks/results/control_ceiling.json
 """
 
 from __future__ import annotations

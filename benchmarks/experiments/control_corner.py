@@ -1,7 +1,7 @@
 """Does the weak corner of the prior decide a control's verdict? The same symbolic regression as the controls
 study, on a readout's predictions as they are, without the corner's rows, and without as many random rows.
 
-    python benchmarks/control_corner.py --row W3-s1=PROBE/predictions.csv [--row ...] [--draws 3]
+    python benchmarks/experiments/control_corner.py --row W3-s1=PROBE/predictions.csv [--row ...] [--draws 3]
 
 A diagnostic, not a verdict: the controls' verdict reads every ``near_train`` row, and stays so.
 ``control_residuals.py`` measures that every readout over-predicts the weakest accelerations, most in the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from control_residuals import in_corner, parse_row  # a sibling script: benchmarks/ is on sys.path
+from control_residuals import in_corner, parse_row  # a sibling script: benchmarks/experiments/ is on sys.path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages

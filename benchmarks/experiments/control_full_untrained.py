@@ -1,6 +1,6 @@
 """The full-context control at its random initialisation, through exactly the controls study's stages.
 
-    python benchmarks/control_full_untrained.py --out DIR [--result FILE.json]
+    python benchmarks/experiments/control_full_untrained.py --out DIR [--result FILE.json]
 
 A diagnostic beside the preset, not one of its rows. The trained full-context model's fine-tuned probe reads
 Newton (``full``: ``newtonian`` 5/5 at 6,000 probe steps, and 4/5 at the exact test) while its frozen state
@@ -18,7 +18,7 @@ import json
 import time
 from pathlib import Path
 
-from control_variants import summary  # a sibling script: benchmarks/ is on sys.path
+from control_variants import summary  # a sibling script: benchmarks/experiments/ is on sys.path
 
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import controls, stages

@@ -1,7 +1,7 @@
 """Where a control's readout errs: the bias of ln(predicted / true) on the rows symbolic regression reads.
 
-    python benchmarks/control_residuals.py --row W3-s0=PROBE/predictions.csv --row mlp-W3=ORACLE/predictions.csv ...
-        [--update]
+    python benchmarks/experiments/control_residuals.py --row W3-s0=PROBE/predictions.csv
+        --row mlp-W3=ORACLE/predictions.csv ... [--update]
 
 For each row (a probe's or an oracle's ``predictions.csv`` with the acceleration target: ``a_true``, ``a_pred``
 in AU/yr^2), on its ``near_train`` rows (the ones ``orbitlaw discover`` fits): the mean and RMS of

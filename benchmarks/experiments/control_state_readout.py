@@ -1,7 +1,7 @@
 """Does a control's frozen state hold the force as well as the raw window it reads? A nonlinear readout of
 the state beside the same readout of the window.
 
-    python benchmarks/control_state_readout.py --data PROBE_DATA --run NAME=RUN [--run NAME=RUN ...]
+    python benchmarks/experiments/control_state_readout.py --data PROBE_DATA --run NAME=RUN [--run NAME=RUN ...]
 
 For each run (a chunked regression model, ``orbitlaw train --chunk-steps W``), on the rows the linear
 probes use (``orbitlaw.discovery.linear_probe``: up to 10 random planet steps of each of the first

@@ -16,7 +16,7 @@ Pass rule (``PASS_RULE``, written before the first run): in every world no row i
 power-law world the W = 3 model's free power-law fit has an r exponent that reaches -2.5 within its stated
 resolution (``LAW.json["resolution"]["exponents"]["r"]``), i.e. the verdict reads the world's own law.
 
-    python benchmarks/control_wrong_law.py --out DIR [--seed 20] [--worlds power,yukawa]
+    python benchmarks/experiments/control_wrong_law.py --out DIR [--seed 20] [--worlds power,yukawa]
 
 Writes ``benchmarks/results/control_wrong_law.json``.
 """

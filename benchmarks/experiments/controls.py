@@ -1,7 +1,7 @@
 """The controls study (``orbitlaw run --preset controls``) as a benchmark: its wall time on this machine
 against the 45-minute target, and every control row, written to ``benchmarks/results/controls.json``.
 
-    python benchmarks/controls.py --out STUDY [--seed S]
+    python benchmarks/experiments/controls.py --out STUDY [--seed S]
 
 The study is cached and resumable, so a rerun into the same STUDY only rebuilds the JSON; ``wall_seconds``
 is the span between its first and last stage markers (``STUDY/stages/controls__*.json``, written as each stage
@@ -9,7 +9,7 @@ starts and ends and never touched by a cached rerun), as measured on disk; null 
 for ``--only`` and ``--from-stages``, whose rows are not one whole study.
 
 ``--from-stages`` runs nothing: it rebuilds the rows of every configuration whose stages in STUDY (or in the
-``--also`` studies, e.g. ``benchmarks/control_variants.py`` runs of a variant that the preset has since
+``--also`` studies, e.g. ``benchmarks/experiments/control_variants.py`` runs of a variant that the preset has since
 adopted) have finished (each stage marker holds its config, which must be this preset's, its source digest
 and its result), for a study stopped before its end; the rows not finished are listed in
 ``not_finished``. The stage directories live in /tmp and do not outlive a session: ``--previous FILE`` (an

@@ -11,7 +11,7 @@ killed benchmark resumes.
 Writes ``--out`` (JSON: per variant and length the loss of each seed, its mean and standard deviation,
 and the ratio to the same seed's loss at 1x; settings, machine, code version) and a figure beside it.
 
-    python benchmarks/extrapolation.py --out benchmarks/results/extrapolation.json
+    python benchmarks/experiments/extrapolation.py --out benchmarks/results/extrapolation.json
 """
 
 from __future__ import annotations

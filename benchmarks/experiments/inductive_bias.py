@@ -6,7 +6,7 @@ For each training seed: simulate ``two-body`` data (once), train ``tiny`` models
 about 10 s a step), and run the probe (CPU sizes: ``--datasets`` datasets of 32 sequences, 100
 iterations, 1,000 samples) on each and on an untrained GPT of the same shape. Writes
 ``benchmarks/results/inductive_bias.json`` (scores per oracle, validation loss, settings, machine, code
-version). Run from the repository root: ``python benchmarks/inductive_bias.py [--seeds 1] [--steps 300]``.
+version). Run from the repository root: ``python benchmarks/experiments/inductive_bias.py [--seeds 1] [--steps 300]``.
 
 ``--study-preset cpu --study DIR`` instead measures the study's own models: it runs, in the study directory
 ``DIR``, exactly the stages ``orbitlaw run --preset cpu --arch lstm,rnn --out DIR`` runs for them (the

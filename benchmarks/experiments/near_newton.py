@@ -20,7 +20,7 @@ its own stated resolution (``LAW.json["resolution"]["rms_ln"]``) and the exact l
 Targets (issue 35): Newton ``newtonian`` in every replicate; a law whose departure is at least twice the
 replicate's stated resolution called ``newtonian`` in no more than 1 of 20 replicates.
 
-    python benchmarks/near_newton.py [--data NAMES] [--laws NAMES] [--replicates 20] [--workers 2]
+    python benchmarks/experiments/near_newton.py [--data NAMES] [--laws NAMES] [--replicates 20] [--workers 2]
 
 Writes ``benchmarks/results/near_newton.json`` (resumable: finished cells are kept).
 """
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, where the verdict matrix lives
 from discover import DATA as MATRIX_DATA  # noqa: E402  (the verdict matrix's data sets)
 from discover import probe_rows, synthetic  # noqa: E402
 

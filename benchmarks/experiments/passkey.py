@@ -6,7 +6,7 @@ p = 3) is trained from ``--seeds`` seeds on sequences of ``--train-length`` toke
 finished run is kept in ``--work`` (a killed benchmark resumes). Writes ``--out`` (JSON: accuracy per
 variant, length and seed, mean and sd; settings, machine, code version) and a figure beside it.
 
-    python benchmarks/passkey.py --out benchmarks/results/passkey.json
+    python benchmarks/experiments/passkey.py --out benchmarks/results/passkey.json
 """
 
 from __future__ import annotations

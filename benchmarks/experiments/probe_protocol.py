@@ -17,7 +17,7 @@ per preset: the spread of the labelled |F| and mean, sd and win counts over the 
 that the short budget does not decide the comparison, ``orbitlaw`` and ``reference`` once more at
 ``--long-steps`` (``long``). About 11 minutes on one CPU core (643 s measured).
 
-    python benchmarks/probe_protocol.py --out benchmarks/results/probe_protocol.json
+    python benchmarks/experiments/probe_protocol.py --out benchmarks/results/probe_protocol.json
 """
 
 from __future__ import annotations

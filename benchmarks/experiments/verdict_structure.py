@@ -11,7 +11,7 @@ Writes ``benchmarks/results/verdict_structure.json`` (R^2 of ln|F|, verdict, New
 probe's target (``metrics.json`` beside the CSV: |F|, or the planet's |a| of the controls' acceleration
 probe) decides the columns and the law's quantity (``discover --quantity``); "force" below is that target.
 
-    python benchmarks/verdict_structure.py --predictions STUDY/controls/oracles/knn-state/predictions.csv
+    python benchmarks/experiments/verdict_structure.py --predictions STUDY/controls/oracles/knn-state/predictions.csv
 """
 
 from __future__ import annotations

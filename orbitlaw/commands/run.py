@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
                    "one change per rung: docs/path.md)")
     p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
                    help="orbitlaw (default): the toolkit's probe and symbolic regression; reference: Vafa et "
-                   "al.'s protocol in every stage (see the README's departures table)")
+                   "al.'s protocol in every stage (docs/departures.md)")
     p.add_argument("--precision", default=None, choices=["bf16", "fp32"],
                    help="CUDA training precision (default: fp32 under --protocol reference, bf16 otherwise)")
     p.add_argument("--show-config", action="store_true",
@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="added to every seed of the preset")
     p.add_argument("--llm-reference", default="auto", metavar="DIR",
                    help="the reference data (…/vafa2025) whose recorded LLM answers are scored; 'auto' uses "
-                   "../shared/reference/vafa2025 beside the checkout when present, 'none' skips")
+                   "shared/reference/vafa2025 next to the checkout when present (docs/commands/llm.md: how to get "
+                   "the reference's answers), 'none' skips")
     p.add_argument("--llm-results", default="", metavar="DIR,...",
                    help="`orbitlaw llm run` output directories to include (their cached answers)")
     p.add_argument("--workers", type=int, default=default_workers(),

@@ -6,7 +6,7 @@ per-layer linear probes of the frozen model, symbolic regression of the probe's 
 the same data: the ``binary`` preset, where both masses are drawn per system and show only in the dynamics
 (each body's curvature gives the other's mass), on a = 2-3 AU orbits (0.4-1.6 rad per six-month step).
 
-Why this design (``benchmarks/control_ceiling.py``): on the preset's own a = 4-6 AU orbits, even an MLP
+Why this design (``benchmarks/experiments/control_ceiling.py``): on the preset's own a = 4-6 AU orbits, even an MLP
 trained directly on ln|F| from the 12 raw window coordinates is 13-18% off, because the curvature there is
 a small difference of large coordinates; at a = 2-3 AU it is 2.3%. The windows end at the step's last
 token, the star's, with the loss on the window's last prediction only (``window_end="step"``,
@@ -20,7 +20,7 @@ acceleration |a| = |F| / m1 (AU/yr^2), whose Newtonian law is G m2 / r^2: exactl
 planet's next position needs. The force multiplies it by the planet's mass m1, which such a model is never
 asked for (its loss is on the planet's next position only), so a force probe has to learn m1 from the
 star's wobble by itself; on W3-s0 the force probe's near-train predictions were 10.5% off in RMS ln, the
-acceleration probe's 7.6% (``benchmarks/control_variants.py --variant force-target``). The symbolic
+acceleration probe's 7.6% (``benchmarks/experiments/control_variants.py --variant force-target``). The symbolic
 regression judges the law as the target's (``discover --quantity acceleration``) at the preset's precision.
 
 Configurations (``CONFIGURATIONS``):
@@ -32,7 +32,7 @@ Configurations (``CONFIGURATIONS``):
   values, so it cannot weigh the planet's positions +1, -2, +1 as the curvature's second difference does,
   and 0.02 AU of noise blurs that curvature by up to 12%, so the noisy-input optimum shrinks each star mass
   toward the prior mean. On W3-s0 that design's acceleration probe was 4.2% from Newton (r exponent -1.77);
-  this one's 0.8% (-1.95) (``benchmarks/control_variants.py``: ``low-noise``, ``heads-4``, ``heads-4-w64``,
+  this one's 0.8% (-1.95) (``benchmarks/experiments/control_variants.py``: ``low-noise``, ``heads-4``, ``heads-4-w64``,
   ``heads-4-w64-low-noise``);
 - ``W1``: the same with W = 1 (one position of each body: no curvature, so no mass);
 - ``W3-untrained``: the W = 3 shape at its random initialisation (one step at learning rate 0);
@@ -117,11 +117,12 @@ def configurations(spec: dict) -> list[dict]:
 def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = "none",
                  only: set[str] | None = None, extra: list[dict] | None = None) -> list[dict]:
     """Run (or resume) every control stage in ``study`` (under ``controls/``); returns the rows.
-    ``only``: run just the configurations and oracles of these names (``benchmarks/control_variants.py``);
-    ``extra``: configurations (as :func:`configurations` gives them) to run after the spec's own, through the
-    same stages (``benchmarks/control_full_untrained.py``). With ``workers`` > 1 the model configurations and
-    the oracles run side by side, one process of one thread each (:func:`_run_side_by_side`); the rows keep
-    their order (the models', then the oracles')."""
+    ``only``: run just the configurations and oracles of these names
+    (``benchmarks/experiments/control_variants.py``); ``extra``: configurations (as :func:`configurations` gives
+    them) to run after the spec's own, through the same stages (``benchmarks/experiments/control_full_untrained.py``;
+    the path's rungs, :mod:`orbitlaw.study.path`). With ``workers`` > 1 the model configurations and the oracles
+    run side by side, one process of one thread each (:func:`_run_side_by_side`); the rows keep their order (the
+    models', then the oracles')."""
     confs = configurations(spec) + list(extra or [])
     unknown = sorted(set(only or ()) - {c["name"] for c in confs} - set(ORACLES))
     if unknown:
