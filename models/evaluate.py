@@ -94,7 +94,8 @@ def next_token_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
 
 @torch.no_grad()
 def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, device) -> dict:
-    """A regression model's MSE (AU^2) and mean position error (AU) on a split, read as in training (a
+    """A regression model's loss (MSE in AU^2; cross-entropy with bin outputs) and mean position error (AU; the most
+    likely bin's centre with bin outputs) on a split, read as in training (a
     chunked model: one fixed window per sequence, ending where its training windows end, with its training
     loss's targets), beside the no-physics predictors on the same targets (those whose body has two earlier
     positions in the input)."""

@@ -120,9 +120,10 @@ class GPTConfig:
 
     def bin_ids(self, positions: torch.Tensor) -> torch.Tensor:
         """Bin ids (int64, same shape) of positions in AU, as ``orbitlaw.orbits.tokenizer`` bins them:
-        floor((x - bin_lo) / width) clipped to 0..position_bins - 1."""
+        floor((x - bin_lo) / width) clipped to 0..position_bins - 1. A non-finite position (a padded step) reads
+        as 0 AU, as the training batches read it."""
         width = (self.bin_hi - self.bin_lo) / self.position_bins
-        ids = torch.floor((positions.double() - self.bin_lo) / width)
+        ids = torch.floor((torch.nan_to_num(positions.double(), nan=0.0) - self.bin_lo) / width)
         return ids.clamp(0, self.position_bins - 1).long()
 
     def bin_centres(self, ids: torch.Tensor) -> torch.Tensor:

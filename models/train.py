@@ -244,9 +244,13 @@ def regression_batch(split, idx: np.ndarray, length: int, chunk: int | None, noi
 
 
 def check_vocab(model_cfg: GPTConfig, split) -> None:
-    if model_cfg.regression:  # reads positions, not token ids
-        return
     spec = split.tokenizer
+    if model_cfg.regression:  # reads positions, not token ids; its bins, if any, must be the dataset's tokeniser's
+        bins = (model_cfg.position_bins, model_cfg.bin_lo, model_cfg.bin_hi)
+        if "bins" in (model_cfg.inputs, model_cfg.outputs) and bins != (spec.num_bins, spec.lo, spec.hi):
+            raise ValueError(f"the model's bins ({bins[0]} over [{bins[1]}, {bins[2]}) AU) are not the dataset's "
+                             f"tokeniser's ({spec.num_bins} over [{spec.lo}, {spec.hi}) AU)")
+        return
     if spec.vocab_size != model_cfg.vocab_size or spec.pad_id != model_cfg.pad_id:
         raise ValueError(f"dataset vocabulary ({spec.vocab_size} ids, pad {spec.pad_id}) does not match the "
                          f"model's ({model_cfg.vocab_size} ids, pad {model_cfg.pad_id})")

@@ -81,7 +81,7 @@ def test_each_rung_changes_exactly_what_it_says():
                for a, b in zip(flat, flat[1:], strict=False)]
     schedule = ["checkpoint_every", "log_every", "warmup_steps", "eval_every"]  # follow from max_steps
     assert changed == [["model.embed_init", "model.inputs"], ["input_noise"], ["model.outputs"],
-                       sorted(["chunk_steps", "window_end", "window_loss", "batch_size", "max_steps", *schedule])]
+                       sorted(["batch_size", "max_steps", *schedule]), ["chunk_steps", "window_end", "window_loss"]]
     assert flat[-1]["max_steps"] == config["path"]["whole_train"]["max_steps"]
 
 
@@ -92,40 +92,73 @@ def test_rung_zero_is_the_positive_control_itself():
     rows = path.configurations(config["controls"], config["path"])
     control = {c["name"]: c for c in configurations(config["controls"])}
     zero = [r for r in rows if r["rung"] == "positions"]
-    assert [r["name"] for r in zero] == ["W3-s10", "W3-s11", "W3-s12"]
-    for r in zero:  # the same training settings: the same stages as the controls study's own rows
-        assert r["train"] == control[r["name"]]["train"] and r["attention"] == "softmax"
+    assert [r["name"] for r in zero] == ["W3-s10", "W3-s11", "W3-s12", "positions-lssar-s10", "positions-laser-s10"]
+    for r in zero[:3] + [next(r for r in rows if r["name"] == "tokens")]:  # the controls study's own rows: the
+        assert r["train"] == control[r["name"]]["train"] and r["attention"] == "softmax"  # same stages
+    # every attention's chain differs from its rung 0 only by the rungs' changes
+    lssar = next(r for r in zero if r["attention"] == "lssar")
+    assert lssar["train"] == control["W3-s10"]["train"]
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names))
-    assert "bins-in-lssar-s10" in names and "whole-laser-s10" in names
-    # the last rung's own row is the width-64, 1x cell: not trained twice
+    assert "bins-in-lssar-s10" in names and "whole-laser-s10" in names and "budget-laser-s10" in names
+    assert {"tokens", "tokens-lssar-s10", "tokens-laser-s10"} <= set(names)
+    # the whole rung's own row is the width-64, 1x cell: not trained twice
     assert "whole-softmax-w64-x1-s10" not in names and "whole-softmax-w128-x1-s10" in names
+    # --attention narrows the size rows too
+    narrow = presets.study_config("path", attentions=["softmax"], seed=10)
+    assert not [r for r in path.configurations(narrow["controls"], narrow["path"]) if r["attention"] != "softmax"]
     big = next(r for r in rows if r["name"] == "whole-lssar-w128-x9-s10")
     assert big["train"]["max_steps"] == 9 * config["path"]["whole_train"]["max_steps"]
     assert big["train"]["model_overrides"]["n_embd"] == 128 and big["window"] is None
 
 
-def _r(name, rung, index, attention, newtonian, seed=0, budget=None):
+def _r(name, rung, index, attention, newtonian, seed=0, budget=None, width=64, ci=(0.0, 0.01)):
     return {"name": name, "rung": rung, "rung_index": index, "attention": attention, "newtonian": newtonian,
-            "seed": seed, "budget": budget, "width_row": budget is not None}
+            "seed": seed, "budget": budget, "width_row": budget is not None, "width": width,
+            "law": {"newton_departure_exact_ci95": list(ci)}}
+
+
+ROWS = [_r("W3-s0", "positions", 0, "softmax", True),
+        _r("bins-in-softmax-s0", "bins-in", 1, "softmax", True),
+        _r("no-noise-softmax-s0", "no-noise", 2, "softmax", False, ci=(0.02, 0.03)),
+        _r("bins-out-softmax-s0", "bins-out", 3, "softmax", False),
+        _r("positions-lssar-s0", "positions", 0, "lssar", True),
+        _r("bins-in-lssar-s0", "bins-in", 1, "lssar", False),
+        _r("no-noise-lssar-s0", "no-noise", 2, "lssar", False, ci=(0.0, 0.005)),
+        _r("bins-out-lssar-s0", "bins-out", 3, "lssar", True),
+        _r("whole-softmax-w64-x9-s0", "whole", 5, "softmax", False, budget=9),
+        _r("whole-softmax-w64-x1-s0", "whole", 5, "softmax", False, budget=1)]
+SPEC = {"attentions": ["softmax", "lssar"], "sizes": {"budgets": [0.3, 1, 9]}}
 
 
 def test_replication_takes_both_rows_of_each_change_and_the_largest_budget():
-    spec = {"attentions": ["softmax", "lssar"], "sizes": {"budgets": [0.3, 1, 9]}}
-    rows = [_r("W3-s0", "positions", 0, "softmax", True),
-            _r("bins-in-softmax-s0", "bins-in", 1, "softmax", True),
-            _r("no-noise-softmax-s0", "no-noise", 2, "softmax", False),
-            _r("bins-out-softmax-s0", "bins-out", 3, "softmax", False),
-            _r("bins-in-lssar-s0", "bins-in", 1, "lssar", False),
-            _r("no-noise-lssar-s0", "no-noise", 2, "lssar", False),
-            _r("bins-out-lssar-s0", "bins-out", 3, "lssar", True),
-            _r("whole-softmax-w64-x9-s0", "whole", 4, "softmax", False, budget=9),
-            _r("whole-softmax-w64-x1-s0", "whole", 4, "softmax", False, budget=1)]
-    assert path.replication(rows, spec) == [
+    assert path.replication(ROWS, SPEC) == [
         "bins-in-softmax-s0", "no-noise-softmax-s0",  # softmax: lost between bins-in and no-noise
-        "bins-in-lssar-s0",  # lssar: lost at its first rung (the control, rung 0, runs at every seed anyway)
+        "positions-lssar-s0", "bins-in-lssar-s0",  # lssar: lost at its first change
         "no-noise-lssar-s0", "bins-out-lssar-s0",  # and back
         "whole-softmax-w64-x9-s0"]
+
+
+def test_the_answer_applies_the_reading_rules():
+    replicated = ROWS + [_r("no-noise-softmax-s1", "no-noise", 2, "softmax", True, seed=1),
+                         _r("no-noise-softmax-s2", "no-noise", 2, "softmax", False, seed=2),
+                         _r("whole-softmax-w64-x9-s1", "whole", 5, "softmax", True, seed=1, budget=9),
+                         _r("whole-softmax-w64-x9-s2", "whole", 5, "softmax", True, seed=2, budget=9)]
+    a = path.answer(replicated, SPEC)
+    assert a["softmax"]["lost_at"] == {"rung": "no-noise", "newtonian": "1/3", "rung_before": "bins-in",
+                                       "newtonian_before": "1/1"}
+    assert a["softmax"]["largest_budget_newtonian"] == {"w64": "2/3"} and a["softmax"]["restored"]
+    assert a["softmax"]["held_at_start"] and a["softmax"]["start_newtonian"] == "1/1"
+    assert a["lssar"]["lost_at"]["rung"] == "bins-in" and not a["lssar"]["restored"]
+    assert a["lssar"]["differs_from_softmax"] and a["lssar"]["departure_apart_from_softmax_at"] == ["no-noise"]
+
+
+def test_exact_laws_draw_with_their_intervals(tmp_path):
+    from orbitlaw.study.figures import plot_path
+
+    rows = [{**r, "seed": r["seed"], "training_tokens": 1000 * (1 + (r["budget"] or 1)),
+             "law": {"newton_departure_exact": 1e-16, "newton_departure_exact_ci95": [2e-5, 0.004]}} for r in ROWS]
+    assert plot_path(rows, tmp_path / "path.png", 0.01).stat().st_size > 5_000
 
 
 @pytest.mark.parametrize("exponents, target, expected", [
@@ -150,8 +183,8 @@ def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     results = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in results["path"]}
-    assert list(rows) == ["W3-s0", "bins-in-lssar-s0", "no-noise-lssar-s0", "bins-out-lssar-s0", "whole-lssar-s0",
-                          "whole-lssar-w64-x0.5-s0"]
+    assert list(rows) == ["positions-lssar-s0", "bins-in-lssar-s0", "no-noise-lssar-s0", "bins-out-lssar-s0",
+                          "budget-lssar-s0", "whole-lssar-s0", "whole-lssar-w64-x0.5-s0", "tokens-lssar-s0"]
     assert rows["whole-lssar-w64-x0.5-s0"]["steps"] == 3 and rows["whole-lssar-s0"]["steps"] == 6
     run_config = json.loads((out / "controls" / "runs" / "bins-out-lssar-s0" / "config.json").read_text())
     assert run_config["model"]["inputs"] == run_config["model"]["outputs"] == "bins"
@@ -159,9 +192,13 @@ def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     for r in rows.values():
         assert r["law"]["verdict"] and r["law"]["rule"]["quantity"] == "acceleration"
         assert r["law_frozen"]["verdict"] and isinstance(r["m1_over_r2"], bool) and r["training_tokens"] > 0
-    assert len(results["path_summary"]) == 6 and results["config"]["path"]["attentions"] == ["lssar"]
+    assert len(results["path_summary"]) == 8 and results["config"]["path"]["attentions"] == ["lssar"]
+    assert [r["name"] for r in results["controls"]] == ["W1", "W3-untrained"]  # no softmax rung 0 here
+    assert results["controls_passes"] is None and results["path_answer"]["lssar"]["restored"] is False
     report = (out / "report.md").read_text()
     assert "## The path" in report and "bins-in: inputs" in report
+    if not results["path_answer"]["lssar"]["held_at_start"]:  # at smoke size no row has learnt the law
+        assert "so there is no law to lose" in report
     assert (out / results["figures"]["path"]).stat().st_size > 5_000
     # resumes with nothing to do: every stage is cached
     stamp = (out / "stages" / "controls__train__whole-lssar-s0.json").stat().st_mtime_ns

@@ -172,6 +172,11 @@ def main() -> None:
                "resolved_called_newtonian": sum(r["resolved_newtonian"] for r in results.values()
                                                 if r["law"] != "newton"),
                "resolved_replicates": sum(r["resolved_replicates"] for r in results.values() if r["law"] != "newton"),
+               "newton_replicates_newtonian": "{}/{}".format(
+                   sum(r["newtonian"] for r in results.values() if r["law"] == "newton"),
+                   sum(len(r["per_replicate"]) for r in results.values() if r["law"] == "newton")),
+               "fit_cpu_seconds_max": float(max(p["fit_cpu_seconds"] for r in results.values()
+                                                for p in r["per_replicate"])),
                "cpu_seconds_per_replicate_mean": float(np.mean([p["cpu_seconds"] for r in results.values()
                                                                 for p in r["per_replicate"]])),
                "fit_cpu_seconds_mean": float(np.mean([p["fit_cpu_seconds"] for r in results.values()

@@ -231,6 +231,12 @@ def _departure(row: dict) -> tuple[float, float, float] | None:
     return 100 * d, 100 * lo, 100 * hi
 
 
+def _bars(d: np.ndarray) -> list[np.ndarray]:
+    """Error bar lengths (below, above) of rows (departure, lower, upper): an exact law of Newton's form departs
+    by ~1e-16 while its interval's lower end is above that, so the lengths are clipped at 0."""
+    return [np.clip(d[:, 0] - d[:, 1], 0, None), np.clip(d[:, 2] - d[:, 0], 0, None)]
+
+
 def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Path:
     """The path (``orbitlaw.study.path``): the exact law's departure from Newton (% RMS of ln, with its 95%
     interval over systems) along the rungs, one line per attention through the first seed's rows (the other
@@ -253,19 +259,19 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
         if main:
             x = np.array([i for i, _ in main]) + shift
             d = np.array([v for _, v in main])
-            left.errorbar(x, d[:, 0], yerr=[d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]], marker="o", capsize=3,
+            left.errorbar(x, d[:, 0], yerr=_bars(d), marker="o", capsize=3,
                           color=colours[attention], label=attention)
         more = [(r["rung_index"], _departure(r)) for r in chain if r["seed"] != first and _departure(r)]
         if more:
             left.scatter([i + shift for i, _ in more], [v[0] for _, v in more], facecolors="none",
                          edgecolors=colours[attention])
-        last = [r for r in rows if r["attention"] == attention and r["rung_index"] == rungs[-1][0]
+        last = [r for r in rows if r["attention"] == attention and r["rung"] == "whole"
                 and r["seed"] == first and _departure(r)]
         for width in sorted({r["width"] for r in last}):
             pts = sorted((r["training_tokens"], _departure(r)) for r in last if r["width"] == width)
             t = np.array([p[0] for p in pts], float)
             d = np.array([p[1] for p in pts])
-            right.errorbar(t, d[:, 0], yerr=[d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]], marker="o" if width ==
+            right.errorbar(t, d[:, 0], yerr=_bars(d), marker="o" if width ==
                            min(r["width"] for r in last) else "s", capsize=3, color=colours[attention],
                            linestyle="-" if width == min(r["width"] for r in last) else "--",
                            label=f"{attention}, width {width}")
@@ -278,6 +284,6 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
     left.set_xticks([i for i, _ in rungs], [name for _, name in rungs], rotation=20)
     left.set_title("along the path (one change per rung)")
     right.set_xscale("log")
-    right.set_xlabel(f"training tokens (positions read), rung '{rungs[-1][1]}'")
+    right.set_xlabel("training tokens (positions read), rung 'whole'")
     right.set_title("size and training budget")
     return _save(fig, out)

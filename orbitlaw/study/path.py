@@ -3,38 +3,45 @@ Newton's law lost, and does LSSAR keep it? (``orbitlaw run --preset path``; docs
 
 Every rung is a model of :mod:`orbitlaw.study.controls` trained on the controls' data (``binary`` orbits on
 a = 2-3 AU), probed, linearly probed and searched exactly as the controls' rows are, and judged by the study's
-one verdict rule. Each rung changes one thing from the rung before it (:data:`RUNGS`):
+one verdict rule. Each rung changes one thing from the rung before it (:data:`RUNGS`), and every rung runs
+with each attention of ``spec["attentions"]`` (softmax, LSSAR, LASER), rung 0 included, so that along each
+attention's chain only the rung's own change differs:
 
-0. ``positions``: the positive control itself (W3-s<k>): positions in AU in, the next position in AU out
-   (MSE), windows of W = 3 steps ending at the step, the loss on the window's last prediction, 0.005 AU of
-   input noise, softmax;
-1. ``bins-in``: the inputs are the tokeniser's bin ids of those positions (7000 bins over [-50, 50] AU, 0.0143
-   AU wide), embedded as the toolkit's GPT embeds tokens (Fourier-initialised tables);
-2. ``no-noise``: no input noise (the toolkit's tokens are the exact bins of the simulated orbit);
+0. ``positions``: the positive control (for softmax, the controls' W3-s<k> rows themselves): positions in
+   AU in, the next position in AU out (MSE), windows of W = 3 steps ending at the step, the loss on the
+   window's last prediction, 0.005 AU of input noise;
+1. ``bins-in``: the inputs are the tokeniser's bin ids of those positions (7000 bins over [-50, 50] AU,
+   0.0143 AU wide), embedded as the toolkit's GPT embeds tokens (Fourier-initialised tables);
+2. ``no-noise``: no input noise (the tokens are the orbit's bins);
 3. ``bins-out``: the next position is predicted as a distribution over its bins, with cross-entropy;
-4. ``whole``: whole sequences, the loss at every position, no windows: the toolkit's tokenised GPT, up to the
-   time-step token that opens a token sequence.
+4. ``budget``: the training budget of the whole-sequence rung (``path["whole_train"]``: its batch and steps),
+   still on windows, so that the next rung changes the context alone;
+5. ``whole``: whole sequences, the loss at every position, no windows.
+
+Beside them, ``tokens`` (softmax: the controls' own ``tokens`` row) is the toolkit's ``tiny`` GPT on the
+token sequences themselves: the anchor the path walks toward, differing from ``whole`` in more than one way
+(width 128, rotary positions, its learning rate, the time-step token that opens a token sequence).
 
 Why this order: the quantisation comes first because it is the change most likely to lose the law: the
 bins' RMS error (0.0041 AU) is the size of the input noise that already blurs a W = 3 window's curvature
 (at 0.02 AU the curvature blurs by up to 12%), so if tokens lose Newton, the loss should show at rung 1
 with the output and the context left as they were. The noise goes next, so that rung 2's inputs are the
-toolkit's tokens exactly. The output follows (rung 3: cross-entropy over bins can only say where the next
-position falls to 0.0143 AU, which is coarser than the step-to-step change of the curvature term). The
-context changes last because it changes what the probe reads (every position of a whole sequence, not a
-window ending at the star), and so is the step furthest from the control.
+tokens exactly. The output follows (rung 3: cross-entropy over bins can only say where the next position
+falls to 0.0143 AU, coarser than the step-to-step change of the curvature term). The context changes last
+because it changes what the probe reads (every position of a whole sequence, not a window ending at the
+star), and its budget is split off first because a whole sequence costs 33 windows.
 
-From rung 1 on, every rung runs with each attention of ``spec["attentions"]`` (softmax, LSSAR, LASER); rung 0
-is softmax (the control). At the last rung, ``spec["sizes"]`` trains each budget attention at each width and
-each training budget (a multiple of the rung's steps), so that "more training or a larger model" is measured
-on the same rows.
+At the ``whole`` rung, ``spec["sizes"]`` trains each of its attentions at each width and training budget (a
+multiple of the rung's steps), so that "more training or a larger model" is measured on the same rows.
 
-Replication (the rule, fixed before any run): every row runs at the first training seed; rung 0 at all of
-``spec["seeds"]`` (it is the control). Then, per attention, the two rows on either side of every change of
-verdict along the rungs, and every row at the largest budget, run again at each other seed
-(:func:`replication`). Each row names its ``rung``, ``attention``, ``seed``, ``width``, ``budget`` (training
-steps, and ``training_tokens``: positions read in training) and ``m1_over_r2`` (whether the law is the LSSAR
-write-up's F = C m1 / r^2, i.e. the acceleration C / r^2: the star's mass ignored).
+Replication (the rule, fixed before any run): every row runs at the first training seed (softmax's rung 0,
+the control, at all of ``controls["seeds"]``). Then, per attention, the two rows on either side of every
+change of verdict along the rungs, and every row at the largest budget, run again at each other seed
+(:func:`replication`). :func:`answer` reads the result by the rules of docs/path.md. Each row names its
+``rung``, ``attention``, ``seed``, ``width``, ``budget``, ``steps``, ``training_tokens`` (positions read in
+training) and ``m1_over_r2`` (whether the law is the LSSAR write-up's F = C m1 / r^2, i.e. the acceleration
+C / r^2: the star's mass ignored). The negative controls (W1, W3-untrained) run too, so that the controls'
+pass rule is applied to the study the path starts from.
 """
 
 from __future__ import annotations
@@ -50,11 +57,17 @@ RUNGS = [
      "train": {"input_noise": 0.0}},
     {"name": "bins-out", "change": "output: cross-entropy over the next position's bins instead of MSE",
      "train": {"model_overrides": {"outputs": "bins"}}},
+    {"name": "budget", "change": "the whole-sequence rung's batch and steps, still on windows", "train": {}},
     {"name": "whole", "change": "context: whole sequences, the loss at every position, no windows",
      "train": {"chunk_steps": None, "window_end": "planet", "window_loss": "all"}},
 ]
 """The rungs in order; each ``train`` holds what changes from the rung before (merged into the previous rung's
-training settings; ``model_overrides`` merge too)."""
+training settings; ``model_overrides`` merge too). ``budget`` takes ``path["whole_train"]``."""
+
+TOKENS = {"name": "tokens", "change": "the anchor: the toolkit's tiny GPT on the token sequences (the controls' "
+          "tokens row; width 128, rotary positions, its own lr, the time-step token)"}
+WHOLE = RUNGS.index(next(r for r in RUNGS if r["name"] == "whole"))
+NEGATIVES = ("W1", "W3-untrained")
 
 
 def _merge(train: dict, change: dict) -> dict:
@@ -72,82 +85,158 @@ def with_steps(train: dict, steps: int) -> dict:
 
 def rung_settings(controls: dict, path: dict) -> list[dict]:
     """The training settings of every rung (cumulative), from the controls' spec and the path's
-    (``path["whole_train"]``: the whole-sequence rung's batch and steps, :func:`with_steps`: a whole sequence
+    (``path["whole_train"]``: the ``budget`` rung's batch and steps, :func:`with_steps`; a whole sequence
     holds 33 times a window's positions)."""
     train = {**controls["train"], "chunk_steps": controls["window"]}
     out = []
     for i, rung in enumerate(RUNGS):
         train = _merge(train, rung["train"])
-        if rung["name"] == "whole":
+        if rung["name"] == "budget":
             extra = dict(path.get("whole_train", {}))
             steps = extra.pop("max_steps", train["max_steps"])
             train = with_steps(_merge(train, extra), steps)
-        out.append({"rung": rung["name"], "index": i, "train": copy.deepcopy(train)})
+        out.append({"rung": rung["name"], "index": i, "change": rung["change"], "train": copy.deepcopy(train)})
     return out
 
 
 def row_name(rung: str, attention: str, seed: int, width: int | None = None, budget: float | None = None) -> str:
-    """``<rung>-<attention>[-w<width>-x<budget>]-s<seed>``; rung 0 keeps the controls' name ``W3-s<seed>``."""
-    if rung == "positions":
+    """``<rung>-<attention>[-w<width>-x<budget>]-s<seed>``; softmax's rung 0 keeps the controls' name
+    ``W3-s<seed>``, and softmax's anchor theirs, ``tokens``."""
+    if attention == "softmax" and rung == "positions":
         return f"W3-s{seed}"
     size = f"-w{width}-x{budget:g}" if width is not None else ""
     return f"{rung}-{attention}{size}-s{seed}"
 
 
+def size_attentions(path: dict) -> list[str]:
+    """The attentions the size rows train: the sizes' own, among the path's (``--attention`` narrows both)."""
+    return [a for a in path.get("sizes", {}).get("attentions", []) if a in path["attentions"]]
+
+
 def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -> list[dict]:
-    """Every path row at the given training ``seeds`` (None: the first seed; rung 0 at all of
+    """Every path row at the given training ``seeds`` (None: the first seed; softmax's rung 0 at all of
     ``controls["seeds"]``), as :func:`orbitlaw.study.controls.configurations` gives its rows (``name``,
-    ``window``, ``train``) plus ``attention``, ``rung``, ``seed``, ``width`` and ``budget``."""
+    ``window``, ``train``) plus ``attention``, ``rung``, ``rung_index``, ``change``, ``seed``, ``width`` and
+    ``budget``; then the anchor ``tokens`` rows."""
     seeds = seeds if seeds is not None else controls["seeds"][:1]
     rows = []
     rungs = rung_settings(controls, path)
     for r in rungs:
-        attentions = ["softmax"] if r["rung"] == "positions" else path["attentions"]
-        for attention in attentions:
-            for seed in (controls["seeds"] if r["rung"] == "positions" else seeds):
+        for attention in path["attentions"]:
+            control = attention == "softmax" and r["rung"] == "positions"
+            for seed in (controls["seeds"] if control and seeds == controls["seeds"][:1] else seeds):
                 rows.append(_row(r, attention, seed))
-    last = rungs[-1]
+    whole = rungs[WHOLE]
     sizes = path.get("sizes", {})
-    base_width = last["train"]["model_overrides"].get("n_embd")
-    for attention in sizes.get("attentions", []):
+    base_width = whole["train"]["model_overrides"].get("n_embd")
+    for attention in size_attentions(path):
         for width in sizes["widths"]:
             for budget in sizes["budgets"]:
-                if (width, budget) == (base_width, 1) and attention in path["attentions"]:
-                    continue  # the last rung's own row is this cell
+                if (width, budget) == (base_width, 1):
+                    continue  # the whole rung's own row is this cell
                 for seed in seeds:
-                    rows.append(_row(last, attention, seed, width, budget))
+                    rows.append(_row(whole, attention, seed, width, budget))
+    if controls.get("token_train"):
+        for attention in path["attentions"]:
+            for seed in seeds:
+                name = "tokens" if attention == "softmax" and seed == controls["seeds"][0] else \
+                    f"tokens-{attention}-s{seed}"
+                train = {**controls["token_train"], "seed": seed}
+                rows.append({"name": name, "window": None, "train": train, "attention": attention, "rung": "tokens",
+                             "rung_index": len(RUNGS), "change": TOKENS["change"], "seed": seed,
+                             "width": None, "budget": None})
     return rows
 
 
 def _row(rung: dict, attention: str, seed: int, width: int | None = None, budget: float | None = None) -> dict:
     train = copy.deepcopy(rung["train"])
+    change = rung["change"]
     if width is not None:
         train["model_overrides"]["n_embd"] = width
         train = with_steps(train, max(1, round(train["max_steps"] * budget)))
-    window = train["chunk_steps"]
-    return {"name": row_name(rung["rung"], attention, seed, width, budget), "window": window,
+        change = f"size: width {width}, {budget:g} x the whole rung's steps"
+    return {"name": row_name(rung["rung"], attention, seed, width, budget), "window": train["chunk_steps"],
             "train": {**train, "seed": seed}, "attention": attention, "rung": rung["rung"],
-            "rung_index": rung["index"], "seed": seed,
+            "rung_index": rung["index"], "change": change, "seed": seed,
             "width": train["model_overrides"].get("n_embd"), "budget": budget}
 
 
+def _newtonian_share(rows: list[dict]) -> tuple[int, int]:
+    return sum(bool(r["newtonian"]) for r in rows), len(rows)
+
+
 def replication(rows: list[dict], path: dict) -> list[str]:
-    """Names (at the first seed) of the rows the replication rule runs again at every other seed: per attention,
-    both rows on either side of each change of verdict (``newtonian``) along the rungs (rung 0, the softmax
-    control, heads every attention's chain), and every row at the largest budget."""
-    rung_rows = [r for r in rows if r["width_row"] is False]
+    """Names (at the first seed, the lowest) of the rows the replication rule runs again at every other seed:
+    per attention, both rows on either side of each change of verdict (``newtonian``) along the rungs (the
+    anchor ``tokens`` last), and every row at the largest budget."""
     first = min(r["seed"] for r in rows)
     chosen = []
     for attention in path["attentions"]:
-        chain = sorted((r for r in rung_rows if r["seed"] == first and
-                        (r["attention"] == attention or r["rung"] == "positions")), key=lambda r: r["rung_index"])
+        chain = sorted((r for r in rows if not r["width_row"] and r["seed"] == first and r["attention"] == attention),
+                       key=lambda r: r["rung_index"])
         for a, b in zip(chain, chain[1:], strict=False):
             if a["newtonian"] != b["newtonian"]:
-                chosen += [r["name"] for r in (a, b) if r["rung"] != "positions"]
+                chosen += [a["name"], b["name"]]
     budgets = path.get("sizes", {}).get("budgets")
     if budgets:
         chosen += [r["name"] for r in rows if r["width_row"] and r["budget"] == max(budgets) and r["seed"] == first]
     return list(dict.fromkeys(chosen))
+
+
+def answer(rows: list[dict], path: dict) -> dict:
+    """The reading rules of docs/path.md, applied to the rows (all seeds), per attention: ``held_at_start`` (rung 0
+    newtonian in at least half its seeds, ``start_newtonian`` k/n: else there is no law to lose); ``lost_at`` (the first
+    rung newtonian in fewer than half its seeds after one newtonian in at least half; None if never), with the
+    k/n of both; ``restored`` (a row at the largest budget newtonian in at least 2 of 3 seeds); and, per
+    attention other than softmax, ``differs_from_softmax`` (another ``lost_at``, or at some rung first-seed
+    departure intervals that do not overlap)."""
+    first = min(r["seed"] for r in rows)
+    out = {}
+    for attention in path["attentions"]:
+        mine = [r for r in rows if r["attention"] == attention and not r["width_row"]]
+        by_rung = {}
+        for r in sorted(mine, key=lambda r: r["rung_index"]):
+            by_rung.setdefault(r["rung"], []).append(r)
+        lost, before = None, None
+        for rung, rs in by_rung.items():
+            k, n = _newtonian_share(rs)
+            if before is not None and 2 * before[1] >= before[2] and 2 * k < n:
+                lost = {"rung": rung, "newtonian": f"{k}/{n}", "rung_before": before[0],
+                        "newtonian_before": f"{before[1]}/{before[2]}"}
+                break
+            before = (rung, k, n)
+        budgets = path.get("sizes", {}).get("budgets")
+        big = [r for r in rows if r["attention"] == attention and r["width_row"] and budgets and
+               r["budget"] == max(budgets)]
+        widths = sorted({r["width"] for r in big})
+        restored = {f"w{w}": "{}/{}".format(*_newtonian_share([r for r in big if r["width"] == w])) for w in widths}
+        start = _newtonian_share(next(iter(by_rung.values()), []))
+        out[attention] = {"start_newtonian": "{}/{}".format(*start), "held_at_start": 2 * start[0] >= start[1] > 0,
+                          "lost_at": lost, "largest_budget_newtonian": restored,
+                          "restored": any(3 * int(v.split("/")[0]) >= 2 * int(v.split("/")[1]) and
+                                          int(v.split("/")[1]) >= 3 for v in restored.values())}
+    if "softmax" in out:
+        soft = {r["rung"]: r for r in rows if r["attention"] == "softmax" and r["seed"] == first and not r["width_row"]}
+        for attention in out:
+            if attention == "softmax":
+                continue
+            apart = []
+            for r in rows:
+                s = soft.get(r["rung"])
+                if r["attention"] != attention or r["seed"] != first or r["width_row"] or s is None:
+                    continue
+                a, b = _interval(r), _interval(s)
+                if a and b and (a[1] < b[0] or b[1] < a[0]):
+                    apart.append(r["rung"])
+            out[attention]["departure_apart_from_softmax_at"] = apart
+            out[attention]["differs_from_softmax"] = bool(apart) or (
+                (out[attention]["lost_at"] or {}).get("rung") != (out["softmax"]["lost_at"] or {}).get("rung"))
+    return out
+
+
+def _interval(row: dict) -> tuple[float, float] | None:
+    ci = (row.get("law") or {}).get("newton_departure_exact_ci95")
+    return tuple(ci) if ci else None
 
 
 def ignores_star_mass(law: dict | None, target: str) -> bool:
@@ -161,25 +250,45 @@ def ignores_star_mass(law: dict | None, target: str) -> bool:
     return e.get("r") == -2 and e.get("m1", 0) == planet and e.get("m2", 0) == 0
 
 
-def run_path(study, config: dict, workers: int, progress: bool, log_to: str = "none") -> list[dict]:
+def run_path(study, config: dict, workers: int, progress: bool, log_to: str = "none") -> tuple[list[dict], list[dict]]:
     """Run (or resume) every row of the path in ``study`` (under ``controls/``, beside the controls' own stages,
-    whose data and positive-control rows it shares); returns the rows, the first seed's first, then the
-    replications (:func:`replication`)."""
+    whose data, positive-control rows and ``tokens`` row it shares); returns (the path's rows, the first seed's
+    first, then the replications (:func:`replication`); the controls' rows the pass rule reads)."""
+    from orbitlaw.study.controls import configurations as control_configurations
     from orbitlaw.study.controls import run_controls
 
     controls, path = config["controls"], config["path"]
     seeds = controls["seeds"]
-    first = configurations(controls, path, seeds[:1])
-    rows = _annotate(run_controls(study, controls, workers, progress, log_to, only={c["name"] for c in first},
-                                  extra=[c for c in first if c["rung"] != "positions"]), first, study, controls)
+    own = {c["name"] for c in control_configurations(controls)}
+    first = configurations(controls, path)
+
+    def run(confs: list[dict], also: tuple = ()) -> list[dict]:
+        names = {c["name"] for c in confs} | set(also)
+        rows = run_controls(study, controls, workers, progress, log_to, only=names,
+                            extra=[c for c in confs if c["name"] not in own])
+        return rows
+
+    ran = run(first, NEGATIVES)
+    by_name = {r["name"]: r for r in ran}
+    rows = _annotate([by_name[c["name"]] for c in first], first, study, controls)
+    negatives = [by_name[n] for n in NEGATIVES]
     again = set(replication(rows, path))
     if again and len(seeds) > 1:
-        more = [c for c in configurations(controls, path, seeds[1:]) if c["rung"] != "positions"
-                and row_name(c["rung"], c["attention"], seeds[0], c["width"] if c["budget"] else None,
-                             c["budget"]) in again]
-        rows += _annotate(run_controls(study, controls, workers, progress, log_to, only={c["name"] for c in more},
-                                       extra=more), more, study, controls)
-    return rows
+        done = {r["name"] for r in rows}
+        more = [c for c in configurations(controls, path, seeds[1:])
+                if _first_seed_name(c, seeds[0]) in again and c["name"] not in done]
+        if more:
+            rows += _annotate(run(more), more, study, controls)
+    control_rows = [r for r in rows if r["attention"] == "softmax" and r["rung"] == "positions"] + negatives
+    return rows, control_rows
+
+
+def _first_seed_name(conf: dict, first: int) -> str:
+    """The name of ``conf``'s row at the first training seed (what :func:`replication` names)."""
+    if conf["rung"] == "tokens":
+        return "tokens" if conf["attention"] == "softmax" else f"tokens-{conf['attention']}-s{first}"
+    width = conf["width"] if conf["budget"] is not None else None
+    return row_name(conf["rung"], conf["attention"], first, width, conf["budget"])
 
 
 def _annotate(rows: list[dict], confs: list[dict], study, controls: dict) -> list[dict]:
@@ -194,10 +303,9 @@ def _annotate(rows: list[dict], confs: list[dict], study, controls: dict) -> lis
         run_config = json.loads((study.path("controls", "runs", row["name"]) / "config.json").read_text())
         per_step = conf["train"]["batch_size"] * (run_config["model"].get("chunk") or run_config["context"])
         row.update(rung=conf["rung"], rung_index=conf["rung_index"], attention=conf["attention"], seed=conf["seed"],
-                   width=conf["width"], budget=conf["budget"], width_row=conf["budget"] is not None,
+                   width=run_config["model"]["n_embd"], budget=conf["budget"], width_row=conf["budget"] is not None,
                    steps=conf["train"]["max_steps"], training_tokens=conf["train"]["max_steps"] * per_step,
-                   change=RUNGS[conf["rung_index"]]["change"],
-                   m1_over_r2=ignores_star_mass(row["law"], target),
+                   change=conf["change"], m1_over_r2=ignores_star_mass(row["law"], target),
                    m1_over_r2_frozen=ignores_star_mass(row.get("law_frozen"), target))
     return rows
 
@@ -212,7 +320,7 @@ def summary(rows: list[dict]) -> list[dict]:
     for (index, rung, attention, width, budget), rs in sorted(groups.items(), key=lambda kv: (
             kv[0][0], kv[0][3] or 0, kv[0][4] or 0, kv[0][2])):
         out.append({"rung": rung, "rung_index": index, "attention": attention, "width": width, "budget": budget,
-                    "seeds": [r["seed"] for r in rs], "newtonian": f"{sum(r['newtonian'] for r in rs)}/{len(rs)}",
+                    "seeds": [r["seed"] for r in rs], "newtonian": "{}/{}".format(*_newtonian_share(rs)),
                     "verdicts": [r["verdict"] for r in rs],
                     "departures": [(r["law"] or {}).get("newton_departure_exact") for r in rs],
                     "training_tokens": rs[0]["training_tokens"]})

@@ -10,7 +10,7 @@ from orbitlaw.models.tracking import check_tracker
 from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.path import run_path, summary
+from orbitlaw.study.path import answer, run_path, summary
 from orbitlaw.study.presets import CONTROL_PRESETS, study_config
 
 
@@ -38,8 +38,10 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
     if preset in CONTROL_PRESETS:
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
         if "path" in config:
-            rows = run_path(study, config, workers, progress, log_to)
-            return _finish(study, {"models": [], "controls": [], "path": rows, "path_summary": summary(rows),
+            rows, controls = run_path(study, config, workers, progress, log_to)
+            return _finish(study, {"models": [], "controls": controls, "controls_passes": path_passes(controls),
+                                   "path": rows, "path_summary": summary(rows),
+                                   "path_answer": answer(rows, config["path"]),
                                    "protocol": config["protocol"], "notes": config["notes"], "config": config})
         controls = run_controls(study, config["controls"], workers, progress, log_to)
         return _finish(study, {"models": [], "controls": controls,
@@ -179,3 +181,11 @@ def _finish(study, results: dict) -> dict:
 
 def default_workers() -> int:
     return min(2, os.cpu_count() or 1)
+
+
+def path_passes(controls: list[dict]) -> dict | None:
+    """The controls' pass rule on the study the path starts from; None below its three positive seeds (smoke)."""
+    from orbitlaw.study.controls import passes
+
+    positive = [r for r in controls if r["kind"] == "model" and "-s" in r["name"]]
+    return passes(controls) if len(positive) >= 3 else None

@@ -242,8 +242,10 @@ def controls_section(controls: list[dict]) -> list[str]:
     return lines + ["", text, ""]
 
 
-def path_section(rows: list[dict], summary: list[dict]) -> list[str]:
-    """The report's path table (orbitlaw.study.path): one line per row, then k/n per rung and attention."""
+def path_section(rows: list[dict], summary: list[dict], answer: dict | None = None,
+                 passes: dict | None = None) -> list[str]:
+    """The report's path table (orbitlaw.study.path): one line per row, then k/n per rung and attention, then the
+    answer by the reading rules of docs/path.md and the controls' pass rule on the study."""
     lines = ["## The path: from the positive control to a GPT over the toolkit's tokens", "",
              "Each rung changes one thing from the rung before (the change is in its row); every row is trained on "
              "the controls' data and probed, searched and judged as the controls' rows are. Departure: the exact "
@@ -265,7 +267,30 @@ def path_section(rows: list[dict], summary: list[dict]) -> list[str]:
         lines.append(f"| {g['rung']} | {g['attention']} | {g['width'] or '—'} | {g['budget'] or '—'} | "
                      f"{', '.join(map(str, g['seeds']))} | {g['newtonian']} | {', '.join(map(str, g['verdicts']))} | "
                      f"{deps} |")
-    return lines + [""]
+    lines.append("")
+    if passes is not None:
+        wrong = ", ".join(passes["negatives_newtonian"]) or "none"
+        lines += [f"The controls' pass rule on this study: {'held' if passes['passed'] else 'failed'} (positive "
+                  f"{passes['positive']}; negatives `newtonian`: {wrong}).", ""]
+    for attention, a in (answer or {}).items():
+        lost = a["lost_at"]
+        if not a["held_at_start"]:
+            text = (f"**{attention}**: rung 0 is `newtonian` in {a['start_newtonian']} seeds, so there is no law to "
+                    "lose along the rungs")
+        elif lost:
+            text = (f"**{attention}**: the law is lost at `{lost['rung']}` ({lost['newtonian']} seeds `newtonian`; "
+                    f"`{lost['rung_before']}` {lost['newtonian_before']})")
+        else:
+            text = f"**{attention}**: the law is kept at every rung"
+        if a["largest_budget_newtonian"]:
+            big = ", ".join(f"{w} {k}" for w, k in a["largest_budget_newtonian"].items())
+            text += f"; at the largest budget {big}" + (" (restored)" if a["restored"] else "")
+        if "differs_from_softmax" in a:
+            text += f"; differs from softmax: {'yes' if a['differs_from_softmax'] else 'no'}"
+            if a["departure_apart_from_softmax_at"]:
+                text += f" (departure intervals apart at {', '.join(a['departure_apart_from_softmax_at'])})"
+        lines += [text + ".", ""]
+    return lines
 
 
 def write_report(study, results: dict) -> dict[str, str]:
@@ -280,7 +305,8 @@ def write_report(study, results: dict) -> dict[str, str]:
     if results.get("controls"):
         lines += controls_section(results["controls"])
     if results.get("path"):
-        lines += path_section(results["path"], results["path_summary"])
+        lines += path_section(results["path"], results["path_summary"], results.get("path_answer"),
+                              results.get("controls_passes"))
     if not results["models"]:
         return _write(study, lines, made)
     lines += ["## Models", "",
