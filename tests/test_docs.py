@@ -306,6 +306,9 @@ NUMBERS = [
     *[(EXPER_MD, "passkey.json", lambda d, a=a: passkey_row(d, a), "{}") for a in ATTENTIONS],
     (RESULTS_MD, "probe_protocol.json", protocols, "orbitlaw {0}, reference {1}"),
     # performance
+    (README_, "quickstart.json", lambda d: d["total_minutes"], "`study-smoke/report.md`: {:.1f} minutes on 2 idle CPU"),
+    (RESULTS_MD, "quickstart.json", lambda d: (d["total_minutes"], d["install_seconds"], d["study_seconds"]),
+     "{0:.1f} min in all: install {1:.1f} s, the `smoke` study {2:.1f} s"),
     (RESULTS_MD, "simulate.json", lambda d: (round(d["results"]["orbitlaw"]["seq_per_s"], -2),
                                              d["full_set_minutes_orbitlaw"], d["speedup_vs_rebound_whfast"]),
      "{0:,.0f} sequences/s; the 10M-sequence set in {1:.1f} min; REBOUND WHFast {2:.0f}x slower"),

@@ -19,8 +19,7 @@ def study(tmp_path_factory):
 
 
 def test_smoke_study_writes_results_and_report(study):
-    # how long the smoke study takes (README: about 5 minutes on 2 CPU cores) is not asserted: a test is no
-    # benchmark, and no script in benchmarks/ times the smoke preset yet
+    # how long the smoke study takes is not asserted: a test is no benchmark (benchmarks/quickstart.py times it)
     out = study
     results = json.loads((out / "results.json").read_text())
     assert [m["attention"] for m in results["models"]] == ["softmax", "lssar", "lstm"]  # smoke: one baseline
