@@ -85,7 +85,9 @@ def main() -> None:
         laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents",
                 "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution",
                 "rule", "newton_test", "exact")
-        rows = [{**{k: r.get(k) for k in keep}, "law": {k: r["law"].get(k) for k in laws}} for r in rows]
+        rows = [{**{k: r.get(k) for k in keep}, "law": {k: r["law"].get(k) for k in laws},
+                 **({"law_frozen": {k: r["law_frozen"].get(k) for k in laws}} if r.get("law_frozen") else {})}
+                for r in rows]
         worlds[world] = {"force_law": WORLDS[world], "rows": rows, "passes": judge(world, rows)}
         print(json.dumps({world: worlds[world]["passes"]}), flush=True)
     doc = {"benchmark": "control_wrong_law", "seed": args.seed, "pass_rule": PASS_RULE, "worlds": worlds,
