@@ -209,12 +209,12 @@ def answer(rows: list[dict], path: dict) -> dict:
         big = [r for r in rows if r["attention"] == attention and r["width_row"] and budgets and
                r["budget"] == max(budgets)]
         widths = sorted({r["width"] for r in big})
-        restored = {f"w{w}": "{}/{}".format(*_newtonian_share([r for r in big if r["width"] == w])) for w in widths}
+        shares = {w: _newtonian_share([r for r in big if r["width"] == w]) for w in widths}
         start = _newtonian_share(next(iter(by_rung.values()), []))
         out[attention] = {"start_newtonian": "{}/{}".format(*start), "held_at_start": 2 * start[0] >= start[1] > 0,
-                          "lost_at": lost, "largest_budget_newtonian": restored,
-                          "restored": any(3 * int(v.split("/")[0]) >= 2 * int(v.split("/")[1]) and
-                                          int(v.split("/")[1]) >= 3 for v in restored.values())}
+                          "lost_at": lost,
+                          "largest_budget_newtonian": {f"w{w}": f"{k}/{n}" for w, (k, n) in shares.items()},
+                          "restored": any(3 * k >= 2 * n and n >= 3 for k, n in shares.values())}
     if "softmax" in out:
         soft = {r["rung"]: r for r in rows if r["attention"] == "softmax" and r["seed"] == first and not r["width_row"]}
         for attention in out:
@@ -264,9 +264,8 @@ def run_path(study, config: dict, workers: int, progress: bool, log_to: str = "n
 
     def run(confs: list[dict], also: tuple = ()) -> list[dict]:
         names = {c["name"] for c in confs} | set(also)
-        rows = run_controls(study, controls, workers, progress, log_to, only=names,
+        return run_controls(study, controls, workers, progress, log_to, only=names,
                             extra=[c for c in confs if c["name"] not in own])
-        return rows
 
     ran = run(first, NEGATIVES)
     by_name = {r["name"]: r for r in ran}
