@@ -1,0 +1,89 @@
+"""The path's rung chain and its replication, before its size rows: what two CPU cores can run in a session.
+
+    python benchmarks/experiments/path_chain.py --out STUDY [--seed 10] [--preset path] [--workers 2]
+        [--result FILE.json]
+
+``orbitlaw run --preset path`` trains the whole-sequence rows first, the size rows among them: at the 9x budget
+each takes 45-90 min on one core, about 9 h of the two cores for the size rows and their replication. This
+script runs the same study's rows in another order, through the same stages and so under the same stage keys
+(a later ``orbitlaw run --preset path --seed S --out STUDY`` resumes from them and adds the size rows): first
+every rung of every attention at the first training seed, the anchor ``tokens`` rows and the negative controls,
+then the replication rule's rows (:func:`orbitlaw.study.path.replication`, the size rows left out) at the
+other seeds. The result holds the rows, their summary, the reading rules' answer (``restored``, which needs the
+size rows, is null) and the controls' pass rule on the study. Nothing in the design, the rule or the data
+differs from the preset's; the order, and the size rows left for later, are stated in docs/path.md.
+Writes ``benchmarks/results/path_chain_seed<S>.json`` unless ``--result`` names another file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.study import stages
+from orbitlaw.study.controls import configurations as control_configurations
+from orbitlaw.study.controls import run_controls
+from orbitlaw.study.path import NEGATIVES, _annotate, _first_seed_name, answer, configurations, replication, summary
+from orbitlaw.study.pipeline import path_passes
+from orbitlaw.study.presets import study_config
+
+
+def run_chain(out: str, preset: str, seed: int, workers: int) -> dict:
+    """Run (or resume) the chain and its replication in the study ``out``; the result's dictionary."""
+    start = time.time()
+    config = study_config(preset, None, seed, "orbitlaw", None, None)
+    controls, path = config["controls"], config["path"]
+    study = stages.Study(out, False)
+    own = {c["name"] for c in control_configurations(controls)}
+
+    def run(confs: list[dict], also: tuple = ()) -> list[dict]:
+        return run_controls(study, controls, workers, False, "none", only={c["name"] for c in confs} | set(also),
+                            extra=[c for c in confs if c["name"] not in own])
+
+    chain = [c for c in configurations(controls, path) if c["budget"] is None]
+    ran = {r["name"]: r for r in run(chain, NEGATIVES)}
+    rows = _annotate([ran[c["name"]] for c in chain], chain, study, controls)
+    negatives = [ran[n] for n in NEGATIVES]
+    again = set(replication(rows, path))
+    more = [c for c in configurations(controls, path, controls["seeds"][1:])
+            if c["budget"] is None and _first_seed_name(c, controls["seeds"][0]) in again]
+    if more:
+        rows += _annotate(run(more), more, study, controls)
+    reading = answer(rows, path)
+    for attention in reading.values():
+        attention["restored"] = None  # the size rows did not run
+        attention["largest_budget_newtonian"] = None
+    control_rows = [r for r in rows if r["attention"] == "softmax" and r["rung"] == "positions"] + negatives
+    return {"benchmark": "path_chain", "preset": preset, "seed": seed, "study": str(out),
+            "replicated": sorted(again), "path": rows, "path_summary": summary(rows), "path_answer": reading,
+            "controls": control_rows, "controls_passes": path_passes(control_rows),
+            "size_rows": "not run (orbitlaw run --preset path resumes this study and adds them)",
+            "config": config, "code_version": code_version(), "dependency_versions": dependency_versions(),
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "wall_seconds": round(time.time() - start, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="the study directory (shared with orbitlaw run --preset path)")
+    parser.add_argument("--preset", default="path", choices=["path", "path-gpu"])
+    parser.add_argument("--seed", type=int, default=10, help="the study's seed offset (docs/path.md: 10)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_chain_seed<S>.json)")
+    args = parser.parse_args()
+    result = run_chain(args.out, args.preset, args.seed, args.workers)
+    target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
+    write_json_atomic(target, result)
+    for r in result["path"]:
+        law = r["law"] or {}
+        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {law.get('newton_departure_exact')}")
+    print("answer:", result["path_answer"])
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
