@@ -7,6 +7,11 @@ from a whitelist, numbers, the named symbols, + - * / ** and the functions below
 attribute, a subscript, a lambda, an unknown name or call) is a one-line ValueError. The text is what
 ``str(expr)`` of a sympy expression prints, so ``parse(str(e), symbols) == e`` for the expressions the
 search produces (floats are read from their digits, as sympify reads them).
+
+Parsing is bounded as well as safe: sympy multiplies out a power of two numbers at once, so ``10**10**8``
+would build a hundred-million-digit integer and hang the command that reads it. A numeric exponent is at
+most :data:`MAX_EXPONENT` in size, and a power of two numbers at most :data:`MAX_DIGITS` digits; a tree
+deeper than Python can parse is refused too. The laws a search writes are far inside these bounds.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ FUNCTIONS = {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "exp": sympy.
              "sqrt": sympy.sqrt, "Abs": sympy.Abs, "tanh": sympy.tanh, "sinh": sympy.sinh, "cosh": sympy.cosh}
 CONSTANTS = {"E": sympy.E, "pi": sympy.pi, "oo": sympy.oo, "zoo": sympy.zoo, "nan": sympy.nan, "I": sympy.I}
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
+           ast.Div: lambda a, b: a / b}
 MAX_TEXT = 100_000
+MAX_EXPONENT = 1000  # the largest numeric exponent read back (a law's exponents are a few units)
+MAX_DIGITS = 4000  # the largest number a power of two numbers may make (digits; Python prints up to 4,300)
 
 
 def parse(text: str, symbols: dict[str, sympy.Symbol]) -> sympy.Expr:
@@ -30,12 +37,28 @@ def parse(text: str, symbols: dict[str, sympy.Symbol]) -> sympy.Expr:
         raise ValueError("an expression must be a string of at most 100,000 characters")
     try:
         tree = ast.parse(text, mode="eval")
+        return _build(tree.body, text, symbols)
     except SyntaxError as exc:
         raise ValueError(f"not an expression: {text[:80]!r} ({exc.msg})") from None
-    return _build(tree.body, text, symbols)
+    except (RecursionError, MemoryError):
+        raise ValueError(f"expression nested too deeply to read: {text[:80]!r}") from None
+
+
+def _power(base: sympy.Expr, exponent: sympy.Expr, text: str) -> sympy.Expr:
+    """``base**exponent``, refused (ValueError) where sympy would build an unbounded number."""
+    if exponent.is_Number and exponent.is_finite and abs(exponent) > MAX_EXPONENT:
+        raise ValueError(f"exponent {exponent} is larger than {MAX_EXPONENT} in expression {text[:80]!r}")
+    if base.is_Rational and exponent.is_Number and exponent.is_finite and base != 0:
+        digits = max(int(abs(base.p)).bit_length(), int(base.q).bit_length()) * 0.30103 * float(abs(exponent))
+        if digits > MAX_DIGITS:
+            raise ValueError(f"a power in expression {text[:80]!r} would have about {digits:.0f} digits "
+                             f"(at most {MAX_DIGITS:,} are read)")
+    return base**exponent
 
 
 def _build(node: ast.AST, text: str, symbols: dict) -> sympy.Expr:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return _power(_build(node.left, text, symbols), _build(node.right, text, symbols), text)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         return _BINARY[type(node.op)](_build(node.left, text, symbols), _build(node.right, text, symbols))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):

@@ -87,6 +87,20 @@ def test_expression_text_is_parsed_never_evaluated(tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.timeout(60)
+def test_expression_text_refuses_numbers_it_cannot_build_in_bounded_time():
+    import sympy
+
+    symbols = {"x0": sympy.Symbol("x0"), "x1": sympy.Symbol("x1"), "x2": sympy.Symbol("x2")}
+    for huge in ("39.5*x1*x2/x0**2 + 0*10**10**8", "x0**(10**8)", "2**-5000", "((10**99)**9)**9",
+                 "(" * 5000 + "x0" + ")" * 5000):
+        with pytest.raises(ValueError) as err:
+            parse(huge, symbols)
+        assert len(str(err.value).splitlines()) == 1
+    assert parse("39.5*x1*x2/x0**2 + 0*10**10", symbols) == 39.5 * symbols["x1"] * symbols["x2"] / symbols["x0"] ** 2
+    assert parse("x0**(-2.0)*1.5**900", symbols) == symbols["x0"] ** -2.0 * sympy.Float("1.5") ** 900
+
+
 def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path):
     rng = np.random.default_rng(0)
     r, m1, m2 = rng.uniform(0.5, 5, 400), rng.uniform(0.1, 1, 400), rng.uniform(0.1, 1, 400)
