@@ -150,6 +150,10 @@ class FakeLLM:
                 with fake.lock:
                     count = fake.counts[system.index] = fake.counts.get(system.index, 0) + 1
                 action = fake.behaviour(system.index, count)
+                if action == "401-key-prefix":  # as OpenAI echoes a bad key: its first and last characters
+                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {KEY[:10]}*****"
+                                                      f"{KEY[-4:]}; escaped {json.dumps(KEY)[1:-1][:12]}",
+                                                      "type": "invalid_request_error"}})
                 if action in ("429", "500"):
                     return self._send(int(action), {"error": {"message": "slow down", "type": "rate_limit"}},
                                       {"retry-after-ms": "5", "retry-after": "0"})
@@ -161,6 +165,9 @@ class FakeLLM:
                 text = "Thinking...\nANSWER: {\n" + entries + ",\n}"
                 if action == "garbage":
                     text = "I am not able to compute this. ANSWER: {0: 1.0e-8, 1: 1.0e-8, ...}"
+                if action == "echo-key":  # a reply that carries the key back, in the text and the model's name
+                    text = f"Your key {KEY} (or {KEY[:8]}) was used.\n" + text
+                    body = {**body, "model": f"served-for-{KEY[-6:]}"}
                 self._send(200, fake.payload(self.path, body, text))
 
             def _send(self, status, obj, headers=None):
@@ -236,6 +243,21 @@ def _no_key_anywhere(root: Path):
 def _run(url, out, **kw):
     kw = {"max_retries": 2, "backoff": 0.01, "timeout": 10.0, "run_discovery": False, "progress": False, **kw}
     return run_llm("openai-compatible", "fake-model", SYSTEMS, out, seed=SEED, base_url=f"{url}/v1", **kw)
+
+
+def test_no_part_of_the_key_reaches_a_file_or_the_terminal(env, systems, tmp_path, capsys):
+    out = tmp_path / "run"
+    with FakeLLM(systems, lambda s, c: {0: "echo-key", 1: "401-key-prefix"}.get(s)) as fake:
+        doc = _run(fake.url, out, concurrency=1)
+        assert fake.counts[1] == 1  # a bad key is not retried
+    res = {r["system"]: r for r in doc["results"]}
+    assert res[0]["parsed"] and res[2]["parsed"] and not res[1]["parsed"] and "401" in json.dumps(res[1])
+    assert "***" in json.dumps(res[1])
+    printed = "".join(capsys.readouterr())
+    texts = [printed] + [p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()]
+    for n in range(4, len(KEY) + 1):
+        for part in (KEY[:n], KEY[-n:]):
+            assert not any(part in t for t in texts), part
 
 
 def test_run_scores_answers_records_garbage_and_resumes_from_cache(env, systems, tmp_path):

@@ -3,7 +3,8 @@
 Each provider is called through its official SDK (the ``llm`` extra: ``openai``, ``anthropic``,
 ``google-genai``), imported only when used. API keys come only from environment variables
 (:data:`KEY_ENV`) and are never written anywhere: they are not part of a cache key, a cache record, a
-result or a log line, and error messages are scrubbed of them.
+result or a log line. Everything a client hands back (error messages, cached replies) is scrubbed of the key
+in every form a server or a library might echo it (:func:`redact`).
 
 Retries: the SDKs' own retries are switched off and every request goes through one policy (tenacity):
 up to ``max_retries`` retries on rate limits (429), timeouts, dropped connections and server errors
@@ -74,9 +75,66 @@ def check_provider(provider: str) -> None:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
 
 
+MIN_SECRET_PART = 4
+"""The shortest run of a key's first or last characters that :func:`redact` removes."""
+
+
+def _secret_forms(secret: str) -> set[str]:
+    """The key as written, and as JSON, a URL, Python's repr and HTML escape it."""
+    from html import escape
+    from urllib.parse import quote, quote_plus
+
+    return {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret), repr(secret)[1:-1],
+            secret.encode("unicode_escape").decode("ascii"), escape(secret)}
+
+
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    return text.replace(secret, "***") if secret else text
+    """``text`` with the key ``secret`` replaced by ``***`` wherever any part of it shows: the key in each of
+    its escaped forms (:func:`_secret_forms`), and every run of :data:`MIN_SECRET_PART` or more characters
+    that begins or ends one of those forms (error messages print a key's prefix or suffix, ``sk-abc1...wxyz``).
+    A key shorter than that is replaced only whole."""
+    if not secret or not text:
+        return text
+    spans = []
+    for form in _secret_forms(secret):
+        if len(form) < MIN_SECRET_PART:
+            spans += [(i, i + len(form)) for i in _find_all(text, form)]
+            continue
+        for i in _find_all(text, form[:MIN_SECRET_PART]):  # a prefix: as far as it goes on matching the key
+            n = MIN_SECRET_PART
+            while n < len(form) and i + n < len(text) and text[i + n] == form[n]:
+                n += 1
+            spans.append((i, i + n))
+        for i in _find_all(text, form[-MIN_SECRET_PART:]):  # a suffix: as far back as it matches
+            end, n = i + MIN_SECRET_PART, MIN_SECRET_PART
+            while n < len(form) and end - n - 1 >= 0 and text[end - n - 1] == form[-n - 1]:
+                n += 1
+            spans.append((end - n, end))
+    out, at = [], 0
+    for start, end in sorted(spans):
+        if start >= at:  # a new span; one that overlaps the last only extends it
+            out.append(text[at:start] + "***")
+        at = max(at, end)
+    return "".join(out) + text[at:]
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    found, i = [], text.find(part)
+    while i >= 0:
+        found.append(i)
+        i = text.find(part, i + 1)
+    return found
+
+
+def redact_all(obj, secret: str | None):
+    """``obj`` (JSON-like: dicts, lists, strings) with :func:`redact` applied to every string, keys included."""
+    if isinstance(obj, str):
+        return redact(obj, secret)
+    if isinstance(obj, dict):
+        return {redact_all(k, secret): redact_all(v, secret) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_all(v, secret) for v in obj]
+    return obj
 
 
 def _jsonable(obj) -> dict:
@@ -216,6 +274,11 @@ class ChatClient:
         k = state.attempt_number - 1
         base = min(_MAX_WAIT_S, self.backoff * 2**k) if self.backoff else 0.0
         return min(_MAX_WAIT_S, max(base * (0.5 + random.random() / 2), retry_after_s(exc) if exc else 0.0))
+
+    def scrub(self, record):
+        """``record`` (JSON-like) with this client's key removed in every form (:func:`redact_all`): what a
+        reply may carry back, before it is cached or written."""
+        return redact_all(record, self._key)
 
     def complete(self, prompt: str) -> Completion:
         """Send ``prompt`` as one user message; retries as in the module docstring. Raises RuntimeError

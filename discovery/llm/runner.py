@@ -106,11 +106,12 @@ def _request_all(client: ChatClient, cache: ResponseCache, todo: list[tuple[int,
     def one(index: int, key: str, prompt: str) -> None:
         start = time.monotonic()
         completion = client.complete(prompt)
-        cache.put(key, {"provider": client.provider, "model": client.model, "base_url": public_url(client.base_url),
-                        "settings": client.settings.as_dict(), "system": index, "text": completion.text,
-                        "finish_reason": completion.finish_reason, "usage": completion.usage,
-                        "served_model": completion.served_model, "attempts": completion.attempts,
-                        "elapsed_s": round(time.monotonic() - start, 3)})
+        cache.put(key, client.scrub({  # a reply that echoes the key is cached without it
+            "provider": client.provider, "model": client.model, "base_url": public_url(client.base_url),
+            "settings": client.settings.as_dict(), "system": index, "text": completion.text,
+            "finish_reason": completion.finish_reason, "usage": completion.usage,
+            "served_model": completion.served_model, "attempts": completion.attempts,
+            "elapsed_s": round(time.monotonic() - start, 3)}))
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="llm")
     try:
