@@ -2,6 +2,10 @@
 
 Each sub-command lives in ``orbitlaw/commands/<name>.py`` and exposes ``add_parser(subparsers)``
 (which registers its flags and sets ``func``) so that adding a stage never touches this file's logic.
+Building the parser imports only argument definitions: ``add_parser`` takes its choices from light modules
+(``orbitlaw/commands/_choices.py`` copies those whose owners import torch or numba) and ``func`` imports the
+command's working modules when it runs, so ``orbitlaw --help`` answers at once and a command that needs no torch
+never imports it (tests/test_cli_startup.py, benchmarks/cli_startup.py).
 Errors that a user can fix are raised as :class:`UserError` (or ``ValueError``/``OSError`` from the
 library) and printed as one line on stderr with exit status 2 (1 for I/O failures).
 """

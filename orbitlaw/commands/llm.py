@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
+from orbitlaw.commands._choices import LLM_PROVIDERS
+
 
 def add_parser(sub) -> None:
-    from orbitlaw.discovery.llm.providers import PROVIDERS
-
     p = sub.add_parser("llm", help="LLM baselines: prompt LLMs for the two-body force, score the answers",
                        description="Ask an LLM for the gravitational force of two-body systems (the prompt of "
                        "Vafa et al. 2025), score its answers and run the symbolic regression on them.")
@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
                            "DIR/answers.csv, DIR/forces.png. Keys come only from the environment: "
                            "OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, and "
                            "ORBITLAW_LLM_API_KEY (or OPENAI_API_KEY) for openai-compatible.")
-    r.add_argument("--provider", required=True, help=f"one of {', '.join(PROVIDERS)}")
+    r.add_argument("--provider", required=True, help=f"one of {', '.join(LLM_PROVIDERS)}")
     r.add_argument("--model", required=True, metavar="NAME", help="e.g. o3, claude-sonnet-4-20250514, gemini-2.5-pro")
     r.add_argument("--base-url", default=None, metavar="URL", help="endpoint (required for openai-compatible)")
     r.add_argument("--systems", required=True, type=int, metavar="N")

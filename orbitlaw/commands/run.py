@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 
 def add_parser(sub) -> None:
-    from orbitlaw.study.pipeline import default_workers
-    from orbitlaw.study.presets import PRESETS
+    from orbitlaw.study.presets import PRESETS  # sizes only: no torch
 
     p = sub.add_parser(
         "run", help="the whole study: simulate, train, evaluate, probe, discover, report",
@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
                    "the reference's answers), 'none' skips")
     p.add_argument("--llm-results", default="", metavar="DIR,...",
                    help="`orbitlaw llm run` output directories to include (their cached answers)")
-    p.add_argument("--workers", type=int, default=default_workers(),
+    # orbitlaw.study.pipeline.default_workers(), whose module imports torch (tests/test_cli_startup.py: the same)
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="processes for simulation, symbolic regression and the controls' models (side by side)")
     p.add_argument("--nproc-per-node", type=int, default=1,
                    help="train each model with torchrun on this many processes (GPUs)")

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import sys
 
+from orbitlaw.commands._choices import ORBIT_PRESETS
 from orbitlaw.errors import UserError
 
 
 def add_parser(sub) -> None:
-    from orbitlaw import orbits
-
     p = sub.add_parser("simulate", help="simulate planetary systems and write a tokenised dataset",
                        description="Simulate planetary systems and write a tokenised dataset directory.")
-    p.add_argument("--preset", required=True, choices=orbits.PRESETS, help="which systems to simulate")
+    p.add_argument("--preset", required=True, choices=ORBIT_PRESETS, help="which systems to simulate")
     p.add_argument("--splits", required=True, metavar="NAME=N[,NAME=N...]",
                    help="split names and sequence counts, e.g. train=10000,val=300")
     p.add_argument("--seed", type=int, required=True, help="random seed (sequence i of a split depends "

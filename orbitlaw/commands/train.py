@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from orbitlaw.commands._choices import ATTENTIONS, describe_attentions
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("train", help="pretrain a GPT on an orbit dataset",
@@ -17,12 +19,10 @@ def add_parser(sub) -> None:
     p.add_argument("--preset", default=None, choices=("tiny", "small", "gpt-109m", "control"),
                    help="model size (control: the positive control's 25k-parameter regression GPT, "
                         "continuous positions in AU, MSE)")
-    from orbitlaw.kernels import registry
-
-    p.add_argument("--attention", default="softmax", choices=registry.NAMES, metavar="NAME",
-                   help=f"attention variant (default softmax): {registry.describe()}")
+    p.add_argument("--attention", default="softmax", choices=tuple(ATTENTIONS), metavar="NAME",
+                   help=f"attention variant (default softmax): {describe_attentions()}")
     p.add_argument("--p", type=float, default=15.0,
-                   help="re-weighting power of " + ", ".join(n for n, a in registry.ATTENTIONS.items() if a.uses_p)
+                   help="re-weighting power of " + ", ".join(n for n, (_, uses_p) in ATTENTIONS.items() if uses_p)
                         + " (default 15)")
     p.add_argument("--arch", choices=("gpt", "lstm", "rnn", "mamba"), default="gpt",
                    help="sequence-model core: transformer (gpt, default), LSTM, RNN or Mamba blocks between the "

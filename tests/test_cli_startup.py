@@ -1,0 +1,82 @@
+"""The command line answers at once (issue 42): building the parser imports no torch and no numba, the
+commands that need no torch never import it, and the names the parser copies from heavy modules
+(``orbitlaw/commands/_choices.py``) stay equal to their owners. How long start-up takes is measured by
+benchmarks/cli_startup.py, not asserted here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from orbitlaw.cli import build_parser, commands
+from orbitlaw.commands import _choices, verify
+
+HEAVY = ("torch", "numba")  # each costs 0.3-1 s of start-up; neither is an argument definition
+
+# Runs the CLI on each argv given as JSON, then prints which of HEAVY it imported.
+PROBE = """
+import json, sys
+from orbitlaw.cli import main
+for argv in json.loads(sys.argv[1]):
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+print(json.dumps([m for m in sys.argv[2].split(",") if m in sys.modules]))
+"""
+
+
+def imported(argvs: list[list[str]], modules=HEAVY) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has imported after running ``orbitlaw`` on each of ``argvs``."""
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argvs), ",".join(modules)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], *([c, "--help"] for c in commands()),
+                                  ["llm", "run", "--help"], ["llm", "score", "--help"]], ids=" ".join)
+def test_help_imports_neither_torch_nor_numba(argv):
+    assert imported([argv]) == []
+
+
+def test_commands_that_need_no_torch_never_import_it(tmp_path):
+    data, missing = str(tmp_path / "data"), str(tmp_path / "missing")
+    argvs = [["simulate", "--preset", "two-body", "--splits", "train=2", "--seed", "0", "--out", data, "--quiet"],
+             ["verify", "--data", data],
+             ["plot", "--data", data, "--out", str(tmp_path / "orbit.png")],
+             # up to the missing input: past the import of every module these commands work with
+             ["discover", "--input", f"{missing}.csv", "--target", "F", "--out", str(tmp_path / "law.json")],
+             ["llm", "score", "--prompts", missing, "--predictions", missing, "--out", str(tmp_path / "s.json")]]
+    assert imported(argvs, modules=("torch",)) == []
+    assert (tmp_path / "orbit.png").is_file()  # the commands ran, not only their parsers
+
+
+def test_the_parsers_copies_equal_their_owners():
+    from orbitlaw import orbits
+    from orbitlaw.discovery.llm.providers import PROVIDERS
+    from orbitlaw.kernels import registry
+    from orbitlaw.study.pipeline import default_workers
+
+    assert _choices.ORBIT_PRESETS == orbits.PRESETS
+    assert _choices.LLM_PROVIDERS == PROVIDERS
+    assert _choices.ATTENTIONS == {n: (a.summary, a.uses_p) for n, a in registry.ATTENTIONS.items()}
+    assert _choices.describe_attentions() == registry.describe()
+    assert build_parser().parse_args(["run", "--preset", "smoke"]).workers == default_workers()
+
+
+@pytest.mark.parametrize("ids", [[[0, 5], [7002, 3]], [[0, 7003]], [[-1, 4]], [[65535, -1]], np.zeros((0, 2))])
+def test_verify_checks_token_ids_as_the_trainer_does(ids):
+    from orbitlaw.models.train import check_ids
+
+    def message(check):
+        try:
+            check(np.asarray(ids, dtype=np.int64), 7003)
+        except ValueError as exc:
+            return str(exc)
+
+    assert message(verify.check_ids) == message(check_ids)
