@@ -63,6 +63,7 @@ def run(args) -> int:
     from orbitlaw.discovery.backends import SearchSettings
     from orbitlaw.discovery.pareto_plot import plot_pareto
     from orbitlaw.discovery.symbolic import discover_to_file
+    from orbitlaw.orbits.provenance import OutputLock
 
     out = Path(args.out)
     if out.suffix != ".json":
@@ -70,6 +71,21 @@ def run(args) -> int:
     if args.maxsize < 3 or (args.budget is not None and args.budget < 100):
         raise ValueError("--maxsize must be >= 3 and --budget >= 100")
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
+    with OutputLock(out.parent / f".{out.name}.lock", f"law {out}"):  # one writer (and resumer) per law file
+        law = _discover(out, args, settings, discover_to_file, plot_pareto)
+    print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
+                                             "newton_departure_exact", "seeds_agreeing", "seeds", "rule")},
+                      "disagrees": (law["newton_test"] or {}).get("disagrees"),
+                      "resolution_rms_ln": (law["resolution"] or {}).get("rms_ln")}))
+    return 0
+
+
+def _discover(out: Path, args, settings, discover_to_file, plot_pareto) -> dict:
+    """The law of ``args.input`` written to ``out`` with its Pareto figure beside it; if the figure cannot be
+    written (a full disk), ``out`` is put back as it was before the command, so no law lands without its figure."""
+    from orbitlaw.orbits.provenance import atomic_path
+
+    before = out.read_bytes() if out.is_file() else None
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
                            backend=args.backend, seeds=args.seeds, first_seed=args.seed, points=args.points,
                            restarts=args.restarts,
@@ -77,9 +93,13 @@ def run(args) -> int:
                            settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
                            protocol=args.protocol, tolerance=args.tolerance, quantity=args.quantity,
                            subset=_names(args.subset, "--subset") if args.subset else [])
-    plot_pareto(law, out.with_suffix(".pareto.png"))
-    print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
-                                             "newton_departure_exact", "seeds_agreeing", "seeds", "rule")},
-                      "disagrees": (law["newton_test"] or {}).get("disagrees"),
-                      "resolution_rms_ln": (law["resolution"] or {}).get("rms_ln")}))
-    return 0
+    try:
+        plot_pareto(law, out.with_suffix(".pareto.png"))
+    except BaseException:
+        if before is None:
+            out.unlink(missing_ok=True)
+        else:
+            with atomic_path(out) as tmp:
+                tmp.write_bytes(before)
+        raise
+    return law

@@ -90,6 +90,18 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    """One probe (or oracle, linear probes, inductive bias) into ``--out``, holding the output's lock: a second
+    orbitlaw process writing the same output is refused (one line) instead of interleaving its files."""
+    from pathlib import Path
+
+    from orbitlaw.orbits.provenance import OutputLock
+
+    out = Path(args.out)
+    with OutputLock(out.parent / f".{out.name}.lock", f"probe output {out}"):
+        return _run(args)
+
+
+def _run(args) -> int:
     if args.windows_per_sequence is not None and (args.oracle or args.linear or args.inductive_bias):
         raise ValueError("--windows-per-sequence is for the fine-tuned probe of a run")
     if args.inductive_bias:
