@@ -12,7 +12,8 @@ then the replication rule's rows (:func:`orbitlaw.study.path.replication`, the s
 other seeds. The result holds the rows, their summary, the reading rules' answer (``restored``, which needs the
 size rows, is null) and the controls' pass rule on the study. Nothing in the design, the rule or the data
 differs from the preset's; the order, and the size rows left for later, are stated in docs/path.md.
-Writes ``benchmarks/results/path_chain_seed<S>.json`` unless ``--result`` names another file.
+Writes ``benchmarks/results/path_chain_seed<S>.json`` unless ``--result`` names another file, and beside it the
+report's path section (``.md``) and figure (``.png``).
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ import platform
 import time
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import configurations as control_configurations
 from orbitlaw.study.controls import run_controls
+from orbitlaw.study.figures import plot_path
 from orbitlaw.study.path import NEGATIVES, _annotate, _first_seed_name, answer, configurations, replication, summary
 from orbitlaw.study.pipeline import path_passes
 from orbitlaw.study.presets import study_config
+from orbitlaw.study.report import path_section
 
 
 def run_chain(out: str, preset: str, seed: int, workers: int) -> dict:
@@ -78,6 +81,9 @@ def main() -> None:
     result = run_chain(args.out, args.preset, args.seed, args.workers)
     target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
     write_json_atomic(target, result)
+    lines = path_section(result["path"], result["path_summary"], result["path_answer"], result["controls_passes"])
+    write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
+    plot_path(result["path"], target.with_suffix(".png"), precision=result["path"][0]["law"]["rule"]["precision"])
     for r in result["path"]:
         law = r["law"] or {}
         print(f"{r['name']:28s} {str(r['verdict']):16s} departure {law.get('newton_departure_exact')}")
