@@ -23,15 +23,22 @@ from orbitlaw import orbits
 from orbitlaw.models import checkpoint
 from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.models.train import check_vocab, make_batch
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.orbits.provenance import code_version, dependency_versions, inside, write_json_atomic
 
 
 def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
-    """The trained model of a run directory (latest checkpoint) and its config.json."""
+    """The trained model of a run directory (latest checkpoint, its weights checked against their checksum)
+    and its config.json; one-line ValueError for a file of the run that is damaged or a link out of it."""
     run = Path(run)
     if not (run / "config.json").exists():
         raise ValueError(f"{run} is not a training run (no config.json)")
-    config = json.loads((run / "config.json").read_text())
+    config_file = inside(run, run / "config.json", "run")
+    try:
+        config = json.loads(config_file.read_bytes())
+    except (ValueError, RecursionError):
+        config = None
+    if not isinstance(config, dict):
+        raise ValueError(f"{run}/config.json is corrupted: it is not a JSON object")
     ckpt = checkpoint.latest(run)
     if ckpt is None:
         raise ValueError(f"{run} has no checkpoint")
@@ -149,8 +156,9 @@ def extrapolation(model: GPT, run: Path, data_manifest: dict, lengths: list[int]
     overrides = {**params, "seq_len": longest + 1, "steps": max(int(params["steps"]), -(-longest // 2))}
     seed = int(data_manifest["seed"]) + 1_000_003
     key = hashlib.sha256(json.dumps([preset, overrides, seed, n_seq], sort_keys=True).encode()).hexdigest()[:12]
-    path = orbits.simulate(preset, {"test": n_seq}, seed, run / f"extrapolation-data-{key}", overrides=overrides,
-                           progress=False)
+    cache = run / f"extrapolation-data-{key}"
+    inside(run, cache, "run")  # a cached dataset linked in from elsewhere is not this run's
+    path = orbits.simulate(preset, {"test": n_seq}, seed, cache, overrides=overrides, progress=False)
     split = orbits.load_dataset(path)["test"]
     out = {}
     for m in lengths:

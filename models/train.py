@@ -35,7 +35,14 @@ from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
 from orbitlaw.models.presets import model_config
 from orbitlaw.models.tracking import Tracker, check_tracker, open_tracker
-from orbitlaw.orbits.provenance import OutputLock, atomic_path, code_version, dependency_versions, write_text_atomic
+from orbitlaw.orbits.provenance import (
+    OutputLock,
+    atomic_path,
+    code_version,
+    dependency_versions,
+    inside,
+    write_text_atomic,
+)
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
                         "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
@@ -298,11 +305,12 @@ def set_rng_state(state: dict) -> None:
 
 
 def read_metrics(run: Path) -> list[dict]:
+    """The rows of RUN/metrics.jsonl (up to a line cut short by a kill); ValueError if it links out of the run."""
     path = Path(run) / "metrics.jsonl"
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text().splitlines():
+    for line in inside(run, path, "run").read_text().splitlines():
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
@@ -378,11 +386,21 @@ def _chunk_tokens(cfg: TrainConfig, split) -> int | None:
     return chunk
 
 
+def _check_inputs(mcfg: GPTConfig, *splits) -> None:
+    """Read one sequence of each split the way training reads them: opening a dataset file checks it
+    against its checksum (``orbits.load_dataset``), so a damaged file the run would read (tokens, or a
+    regression model's positions) is a one-line ValueError now, before the run directory is written."""
+    for split in splits:
+        if split is not None:
+            read_sequences(mcfg, split, np.arange(1), 1)
+
+
 def _check_same_model(run: Path, mcfg: GPTConfig) -> None:
     """One-line ValueError when the run's config.json describes another model than ``mcfg`` (a setting
-    missing from an older run's file had its default)."""
+    missing from an older run's file had its default), or is a link out of the run."""
+    config_file = inside(run, run / "config.json", "run")
     try:
-        saved = {**GPTConfig().to_dict(), **json.loads((run / "config.json").read_text())["model"]}
+        saved = {**GPTConfig().to_dict(), **json.loads(config_file.read_text())["model"]}
     except (OSError, ValueError, KeyError, TypeError):
         return  # no readable record: the checkpoint's own run_config is compared after loading
     new = mcfg.to_dict()
@@ -413,6 +431,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     if (chunk or cfg.input_noise) and not mcfg.regression:
         raise ValueError("--chunk-steps and --input-noise train a regression model (e.g. --preset control)")
     check_vocab(mcfg, train_split)
+    _check_inputs(mcfg, train_split, val_split)
     seq_len = train_split.tokens.shape[1]
     # positions read per sequence: a chunked model reads the whole sequence, window by window
     # (a regression model's inputs drop the time-step token: seq_len - 1 positions, seq_len - 2 with a target)

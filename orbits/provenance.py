@@ -139,3 +139,17 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_json_atomic(path: Path, obj) -> None:
     """Write JSON to ``path`` atomically (:func:`atomic_path`): readers see old or new, never half."""
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def inside(root: Path, path: Path, what: str) -> Path:
+    """``path`` with every link and '..' resolved, when it stays inside ``root`` (also resolved); else a
+    one-line ValueError naming ``path``. Every file a command reads from a run or a dataset goes through
+    here, so a link (or a recorded name) leading out of it is refused before anything is read from it, and
+    the message never quotes the target's contents. ``what`` names the container ("run", "dataset")."""
+    try:
+        real_root, real = Path(root).resolve(), Path(path).resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        raise ValueError(f"{path} is a loop of links: the {what} {root} is damaged or was tampered with") from None
+    if real != real_root and not real.is_relative_to(real_root):
+        raise ValueError(f"{path} leads outside the {what} {root} (a link or '..' out of it): refusing to read it")
+    return real

@@ -121,17 +121,19 @@ def test_truncated_or_corrupted_files_are_reported(tmp_path):
     data = bytearray(tokens.read_bytes())
     data[-5] ^= 0xFF
     tokens.write_bytes(bytes(data))
-    orbits.load_dataset(path)  # shapes still fine
+    assert len(orbits.load_dataset(path, verify=False)["train"].tokens) == 6  # shapes still fine
+    with pytest.raises(ValueError, match="tokens.npy is corrupted: checksum"):
+        orbits.load_dataset(path)["train"].tokens  # noqa: B018 (checked when first read)
     with pytest.raises(ValueError, match="tokens.npy is corrupted: checksum"):
         orbits.load_dataset(path, verify=True)
     tokens.write_bytes(bytes(data[:-100]))
     with pytest.raises(ValueError, match="tokens.npy"):
-        orbits.load_dataset(path)
+        orbits.load_dataset(path, verify=True)
     (path / "manifest.json").write_text("{ not json")
     with pytest.raises(ValueError, match="manifest.json is corrupted"):
         orbits.load_dataset(path)
     (path / "manifest.json").write_text('{"format_version": 1, "split_info": {"train": {"files": {"tokens": {}}}}}')
-    with pytest.raises(ValueError, match="manifest.json is corrupted: missing or malformed entry 'file'"):
+    with pytest.raises(ValueError, match="manifest.json is corrupted: it has no 'config_hash'"):
         orbits.load_dataset(path)  # a manifest missing a key: one line, not a KeyError traceback
 
 

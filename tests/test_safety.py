@@ -49,6 +49,11 @@ def test_a_malicious_trainer_state_is_never_run(run, tmp_path):
     ckpt = bad / (bad / "latest").read_text().strip()
     with open(ckpt / "trainer.pt", "wb") as f:
         pickle.dump(_Planted(marker), f)
+    import hashlib
+
+    sums = json.loads((ckpt / "checksums.json").read_text())  # an adversary rewrites the checksum too
+    sums["sha256"]["trainer.pt"] = hashlib.sha256((ckpt / "trainer.pt").read_bytes()).hexdigest()
+    (ckpt / "checksums.json").write_text(json.dumps(sums))
     out = _cli("evaluate", "--run", str(bad), "--data", str(data))  # needs the weights only
     assert out.returncode == 0, out.stderr
     out = _cli("train", "--data", str(data), "--preset", "control", "--chunk-steps", "2", "--max-steps", "4",
@@ -152,8 +157,18 @@ def test_a_corrupted_token_id_is_a_one_line_error(run, tmp_path):
     tokens[:, 5, 1] = 65535  # a flipped byte: far outside the 7003 ids
     tokens.flush()
     del tokens
-    out = _cli("train", "--data", str(bad), "--preset", "tiny", "--max-steps", "1", "--batch-size", "2",
-               "--out", str(tmp_path / "r"), "--quiet")
+    args = ["train", "--data", str(bad), "--preset", "tiny", "--max-steps", "1", "--batch-size", "2", "--quiet"]
+    out = _cli(*args, "--out", str(tmp_path / "r"))
+    assert out.returncode != 0 and "tokens.npy is corrupted: checksum mismatch" in out.stderr  # its checksum first
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    manifest = json.loads((bad / "manifest.json").read_text())  # a manifest that agrees: the ids are checked
+    from orbitlaw.orbits.dataset import _file_digest
+
+    info = manifest["split_info"]["train"]["files"]["tokens"]
+    flipped = np.load(bad / "train" / "tokens.npy", mmap_mode="r")
+    info["sha256_of_blocks"] = _file_digest(flipped, manifest["shard_size"])
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    out = _cli(*args, "--out", str(tmp_path / "r2"))
     assert out.returncode != 0 and "token id 65535 is outside the vocabulary" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
