@@ -43,6 +43,7 @@ from orbitlaw.orbits.provenance import (
     inside,
     write_text_atomic,
 )
+from orbitlaw.orbits.tokenizer import check_ids
 
 _TRAJECTORY_SETTINGS = ("batch_size", "micro_batch", "lr", "min_lr", "betas", "weight_decay", "grad_clip",
                         "schedule", "warmup_steps", "seed", "train_split", "precision", "input_noise")
@@ -191,15 +192,6 @@ def make_batch(tokens: np.ndarray, idx: np.ndarray, context: int, device, vocab:
         check_ids(arr, vocab)
     seqs = torch.from_numpy(arr)
     return seqs[:, :context].to(device), seqs[:, 1:context + 1].to(device)
-
-
-def check_ids(arr: np.ndarray, vocab: int) -> None:
-    """ValueError (one line) when a token id of ``arr`` is outside 0..vocab-1: checked on the host, per
-    batch, so a flipped byte in a token file is named instead of crashing the embedding."""
-    if arr.size and (arr.max() >= vocab or arr.min() < 0):
-        bad = int(arr.max()) if arr.max() >= vocab else int(arr.min())
-        raise ValueError(f"token id {bad} is outside the vocabulary 0..{vocab - 1}: the dataset's token file is "
-                         "corrupted (orbits.load_dataset(path, verify=True) checks its checksums)")
 
 
 def read_sequences(config: GPTConfig, split, idx: np.ndarray, length: int) -> torch.Tensor:

@@ -100,3 +100,13 @@ def _encode_many(x, lo, width, num_bins, out):
         out[i] = b
         outside += o
     return outside
+
+
+def check_ids(arr: np.ndarray, vocab: int) -> None:
+    """ValueError (one line) when a token id of ``arr`` is outside 0..vocab-1: the trainer checks it on the
+    host, per batch, so a flipped byte in a token file is named instead of crashing the embedding; ``orbitlaw
+    verify`` checks every token file with it."""
+    if arr.size and (arr.max() >= vocab or arr.min() < 0):
+        bad = int(arr.max()) if arr.max() >= vocab else int(arr.min())
+        raise ValueError(f"token id {bad} is outside the vocabulary 0..{vocab - 1}: the dataset's token file is "
+                         "corrupted (orbitlaw verify checks its files against the manifest's checksums)")

@@ -9,11 +9,10 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from orbitlaw.cli import build_parser, commands
-from orbitlaw.commands import _choices, verify
+from orbitlaw.commands import _choices
 
 HEAVY = ("torch", "numba")  # each costs 0.3-1 s of start-up; neither is an argument definition
 
@@ -67,16 +66,3 @@ def test_the_parsers_copies_equal_their_owners():
     assert _choices.ATTENTIONS == {n: (a.summary, a.uses_p) for n, a in registry.ATTENTIONS.items()}
     assert _choices.describe_attentions() == registry.describe()
     assert build_parser().parse_args(["run", "--preset", "smoke"]).workers == default_workers()
-
-
-@pytest.mark.parametrize("ids", [[[0, 5], [7002, 3]], [[0, 7003]], [[-1, 4]], [[65535, -1]], np.zeros((0, 2))])
-def test_verify_checks_token_ids_as_the_trainer_does(ids):
-    from orbitlaw.models.train import check_ids
-
-    def message(check):
-        try:
-            check(np.asarray(ids, dtype=np.int64), 7003)
-        except ValueError as exc:
-            return str(exc)
-
-    assert message(verify.check_ids) == message(check_ids)

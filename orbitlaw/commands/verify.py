@@ -14,19 +14,11 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def check_ids(arr, vocab: int) -> None:
-    """``orbitlaw.models.train.check_ids`` (the trainer's check, same message) without importing the trainer,
-    which imports torch: verify needs none. tests/test_cli_startup.py keeps the two raising alike."""
-    if arr.size and (arr.max() >= vocab or arr.min() < 0):
-        bad = int(arr.max()) if arr.max() >= vocab else int(arr.min())
-        raise ValueError(f"token id {bad} is outside the vocabulary 0..{vocab - 1}: the dataset's token file is "
-                         "corrupted (orbits.load_dataset(path, verify=True) checks its checksums)")
-
-
 def run(args) -> int:
     import numpy as np
 
     from orbitlaw import orbits
+    from orbitlaw.orbits.tokenizer import check_ids
 
     splits = orbits.load_dataset(args.data, verify=True)
     for name, split in splits.items():
