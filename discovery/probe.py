@@ -376,8 +376,10 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
             loss = loss_fn(out_batch, y.to(device))
             loss_value = loss.item()
             if not math.isfinite(loss_value):
-                raise TrainingStopped(f"probe loss became {loss_value} at step {step + 1}; the last checkpoint "
-                                      f"(step {last_saved}) is kept in {out}", 3)
+                kept = (f"the last checkpoint (step {last_saved}) is kept in {out}" if checkpoint.latest(out)
+                        else "no checkpoint had been written, so nothing is kept")
+                raise TrainingStopped(f"probe loss became {loss_value} at step {step + 1}; {kept}; try a lower --lr "
+                                      f"(it was {settings['lr']:g})", 3)
             loss.backward()
             if cfg.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

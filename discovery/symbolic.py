@@ -91,6 +91,9 @@ def load_table(table, target: str, features: list[str], subset: list[str] = ()) 
         import pandas as pd
 
         path = Path(table)
+        if path.is_dir():
+            raise ValueError(f"input table {path} is a directory, not a CSV file; name the file (e.g. "
+                             f"{path / 'predictions.csv'} for a probe's output)")
         if not path.is_file():
             raise ValueError(f"input table {path} does not exist")
         try:

@@ -163,12 +163,52 @@ def load(path: Path, model: torch.nn.Module | None = None) -> tuple[dict[str, to
             warnings.simplefilter("ignore")  # torch warns about legacy pickle formats before refusing them
             state = torch.load(state_file, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for a damaged or unsafe pickle/zip
-        if "Weights only load failed" in str(exc):
+        verified = (Path(path) / CHECKSUMS).exists()  # _checked_file matched it against its checksum
+        kind = _refused(str(exc), verified) if "Weights only load failed" in str(exc) else "damaged"
+        if kind == "unsafe":
             raise ValueError(f"checkpoint {path}/trainer.pt is not safe to load: it holds objects other than "
                              "tensors and plain containers, which could run code (refused, nothing was run)") from None
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"checkpoint {path}/trainer.pt is corrupted or truncated: {first[:200]}") from None
+        if kind == "damaged":
+            raise ValueError(f"checkpoint {path}/trainer.pt is corrupted or truncated: it cannot be read back (a "
+                             "damaged byte, or a file cut short); resume from an intact copy of the run or start it "
+                             "again") from None
+        raise ValueError(f"checkpoint {path}/trainer.pt is corrupted, or holds objects other than tensors and plain "
+                         "containers (it has no checksum to tell which; refused, nothing was run); resume from an "
+                         "intact copy of the run or start it again") from None
     return weights, state
+
+
+def _refused(message: str, verified: bool) -> str:
+    """Why torch refused a trainer state (``message``): "unsafe" (a planted object), "damaged" (a flipped byte)
+    or "either". A file that matched its checksum is as it was saved, so an object it names was put there on
+    purpose: unsafe. Without a checksum (a checkpoint from before checksums), the object the refusal names
+    decides: a real one (``os.system``) is unsafe, one that exists nowhere is a damaged byte
+    (``torch.FloatStorage`` with a flipped bit reads ``tobch.FloatStorage``); any other refusal can be either.
+    Nothing is imported to decide: only modules already loaded, or found on the path, count."""
+    import importlib.util
+    import sys
+
+    if verified:
+        return "unsafe"
+    found = re.search(r"GLOBAL (.+?) (?:was not an allowed global|whose module)", message, re.S)
+    if found is None:
+        return "either"
+    parts = found.group(1).split(".")
+    if not all(part.isidentifier() for part in parts):
+        return "damaged"  # no Python object has such a name
+    for i in range(1, len(parts)):
+        obj = sys.modules.get(".".join(parts[:i]))
+        for attr in parts[i:]:
+            if obj is None:
+                break
+            obj = getattr(obj, attr, None)
+        if obj is not None:
+            return "unsafe"
+    try:
+        unknown = importlib.util.find_spec(parts[0]) is None
+    except (ImportError, ValueError):
+        unknown = True
+    return "damaged" if unknown or parts[0] in sys.modules else "unsafe"
 
 
 def load_weights(path: Path, model: torch.nn.Module | None = None) -> dict[str, torch.Tensor]:

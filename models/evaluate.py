@@ -175,6 +175,11 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
              n_seq: int = 64, extrapolation_sequences: int = 4, chunk_size: int = 256) -> dict:
     """Evaluate a run on a dataset split and write RUN/eval.json; returns the same dict."""
     run = Path(run)
+    if n_seq < 1:
+        raise ValueError(f"--sequences (n_seq) must be >= 1, got {n_seq}: evaluate at least one sequence")
+    if lengths and extrapolation_sequences < 1:
+        raise ValueError(f"--extrapolation-sequences must be >= 1 with --lengths, got {extrapolation_sequences}: "
+                         "the extrapolation loss is a mean over that many sequences")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model, config = load_run(run, device)
     if lengths and model.config.regression:

@@ -16,11 +16,11 @@ tokens_per_s), ``loss.png``, and checkpoints (see ``orbitlaw.models.checkpoint``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -41,6 +41,8 @@ from orbitlaw.orbits.provenance import (
     code_version,
     dependency_versions,
     inside,
+    naming,
+    undo_on_failure,
     write_text_atomic,
 )
 from orbitlaw.orbits.tokenizer import check_ids
@@ -106,6 +108,8 @@ class TrainConfig:
         for name in ("max_steps", "checkpoint_every", "eval_every", "log_every", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup-steps must be >= 0 (0: no warmup), got {self.warmup_steps}")
         if not self.p > 0:
             raise ValueError(f"--p must be > 0, got {self.p}")
         if self.chunk_steps is not None and self.chunk_steps < 1:
@@ -404,7 +408,12 @@ def _check_same_model(run: Path, mcfg: GPTConfig) -> None:
 
 
 def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict:
-    """Train (or resume) a run; returns a summary. Raises TrainingStopped on a signal or NaN loss."""
+    """Train (or resume) a run; returns a summary. Raises TrainingStopped on a signal or NaN loss.
+
+    Holds the run's :class:`OutputLock` from before anything of the run is read (a checkpoint) to the end. A
+    failure (bad input, a full disk, an interrupt) leaves the run as it was before, unless it already wrote a
+    checkpoint (then it resumes from there, as after a kill): a new run is removed, a resumed one keeps its
+    checkpoint and gets its config.json and metrics.jsonl back."""
     cfg.validate()
     dist = init_distributed(cfg.device)
     device = resolve_device(cfg.device, dist.local_rank)
@@ -441,12 +450,46 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
                               "config_hash": train_split.manifest["config_hash"],
                               "seed": train_split.manifest["seed"]},
                   "world_size": dist.world, "context": context}
+    batch_indices(cfg.seed, 0, cfg.batch_size, len(train_split))  # a batch too large fails here, before any file
+    # The run's lock comes before anything of the run is read (a resume beside a running train is refused in one
+    # line, never sees a checkpoint being written); a failure leaves the run as it was (undo_on_failure).
+    fresh = not os.path.lexists(run)
+    lock = OutputLock(run / ".lock", f"run {run}").acquire() if dist.main else None  # one writer per run directory
+    failed = True
+    try:
+        if dist.world > 1:  # the other ranks read the checkpoint once rank 0 holds the lock
+            import torch.distributed as tdist
+
+            tdist.barrier()
+        undo = contextlib.nullcontext()
+        if dist.main:  # a failure undoes what it wrote, unless it wrote a checkpoint to resume from
+            start = checkpoint.latest(run)
+            undo = undo_on_failure(run, resumable=lambda: checkpoint.latest(run) != start,
+                                   restore=("config.json", "metrics.jsonl"))
+        with undo:
+            summary = _train_locked(cfg, resume, progress, dist, device, run, train_split, val_split, mcfg, chunk,
+                                    context, per_rank, micro, run_config)
+        failed = False
+    finally:
+        if lock is not None:
+            lock.release()
+        if failed and fresh and dist.main:  # created by this command and emptied by undo_on_failure
+            with contextlib.suppress(OSError):
+                run.rmdir()
+    return summary
+
+
+def _train_locked(cfg: TrainConfig, resume: bool, progress: bool, dist: Dist, device, run: Path, train_split,
+                  val_split, mcfg: GPTConfig, chunk: int | None, context: int, per_rank: int, micro: int,
+                  run_config: dict) -> dict:
+    """The body of :func:`train` once rank 0 holds the run's lock: resume or start, then the loop."""
     ckpt = checkpoint.latest(run) if run.exists() else None
     if ckpt is not None and not resume:
         raise ValueError(f"{run} already holds a training run; pass --resume to continue it or choose "
                          "another --out")
-    if ckpt is None and (run / "config.json").exists() and resume:
-        raise ValueError(f"{run} has no checkpoint to resume from")
+    if ckpt is None and resume:
+        raise ValueError(f"--resume: {run} has no checkpoint to resume from (nothing to resume); train without "
+                         "--resume to start a new run there")
 
     torch.manual_seed(cfg.seed)
     model = GPT(mcfg).to(device)
@@ -471,20 +514,10 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         optimizer.load_state_dict(state["optimizer"])
         set_rng_state(state["rng"])
         step = int(state["step"])
-    batch_indices(cfg.seed, step, cfg.batch_size, len(train_split))  # a batch too large fails here, before any file
-    lock = None
     if dist.main:
-        fresh = not run.exists()
-        lock = OutputLock(run / ".lock", f"run {run}").acquire()  # one writer per run directory
         run_config["code_version"] = code_version()
         run_config["dependency_versions"] = dependency_versions()
-        try:  # a tracker that cannot start leaves no run behind
-            tracker = open_tracker(cfg.log_to, run, run_config, step)
-        except BaseException:
-            lock.release()
-            if fresh:
-                shutil.rmtree(run, ignore_errors=True)
-            raise
+        tracker = open_tracker(cfg.log_to, run, run_config, step)  # one that cannot start leaves no run behind
         write_text_atomic(run / "config.json", json.dumps(run_config, indent=2) + "\n")
         _rewrite_metrics(run, [r for r in read_metrics(run) if r["step"] <= step])
     else:
@@ -564,7 +597,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
                 row = row or {"step": step, "train_loss": total, "lr": lr}
                 row["val_loss"] = evaluate_loss(model, val_split, cfg.eval_sequences, micro, context, device, amp)
             if row is not None and dist.main:
-                with open(run / "metrics.jsonl", "a") as f:
+                with naming(run / "metrics.jsonl"), open(run / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")
                 tracker.log(row)
                 rate = tokens_per_step * (step - first_step) / max(elapsed, 1e-9)
@@ -586,8 +619,6 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     finally:
         bar.close()
         stop.restore()
-        if lock is not None:
-            lock.release()
         if dist.world > 1:
             import torch.distributed as tdist
 

