@@ -9,6 +9,9 @@ import subprocess
 
 import pytest
 
+TINY_MODEL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
+TINY_ORBITS = {"seq_len": 65, "steps": 32, "mass_uniform": [1e-3, 1.1e-3], "a_range": [0.5, 3.0]}
+
 if os.environ.get("ORBITLAW_TEST_CUDA") != "1":
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -31,3 +34,26 @@ def small_disk(tmp_path):
     yield mount
     for path in mounted:
         subprocess.run(["umount", str(path)], check=False)
+
+
+def tiny_train_config(data, out, **kw):
+    """The TrainConfig of a one-layer ``tiny`` GPT (width 32) trained 2 steps on ``data`` into ``out``."""
+    from orbitlaw.models.train import TrainConfig
+
+    return TrainConfig(**{**dict(data=str(data), out=str(out), preset="tiny", model_overrides=TINY_MODEL,
+                                 max_steps=2, checkpoint_every=2, eval_every=2, batch_size=4, seed=0), **kw})
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """(dataset, run): a tiny two-body dataset (forces stored; 16 train and 8 val sequences of 65 steps) and a
+    token run trained on it for 2 steps (:func:`tiny_train_config`). Built once per test module."""
+    from orbitlaw import orbits
+    from orbitlaw.models.train import train
+
+    root = tmp_path_factory.mktemp("tiny")
+    data = orbits.simulate("two-body", {"train": 16, "val": 8}, 0, root / "data", overrides=TINY_ORBITS,
+                           progress=False)
+    run = root / "run"
+    train(tiny_train_config(data, run), progress=False)
+    return data, run

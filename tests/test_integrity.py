@@ -11,33 +11,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_MODEL, tiny_train_config
 
 from orbitlaw import orbits
 from orbitlaw.cli import main
 from orbitlaw.discovery.probe import ProbeConfig, finetune
 from orbitlaw.models import checkpoint
 from orbitlaw.models.evaluate import evaluate, load_run
-from orbitlaw.models.train import TrainConfig, train
+from orbitlaw.models.train import train
 
-SMALL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
-TWO_BODY = {"seq_len": 65, "steps": 32, "mass_uniform": [1e-3, 1.1e-3], "a_range": [0.5, 3.0]}
+SMALL = TINY_MODEL
 SECRET = "TOPSECRET-a1b2c3d4e5"
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    """A tiny two-body dataset (forces stored) and a token run trained on it for 2 steps."""
-    root = tmp_path_factory.mktemp("integrity")
-    data = orbits.simulate("two-body", {"train": 16, "val": 8}, 0, root / "data", overrides=TWO_BODY,
-                           progress=False)
-    run = root / "run"
-    train(_train_config(data, run), progress=False)
-    return data, run
+def env(tiny_run):
+    return tiny_run
 
 
-def _train_config(data, out, **kw):
-    return TrainConfig(**{**dict(data=str(data), out=str(out), preset="tiny", model_overrides=SMALL, max_steps=2,
-                                 checkpoint_every=2, eval_every=2, batch_size=4, seed=0), **kw})
+_train_config = tiny_train_config
 
 
 def _probe_config(run, data, out):
