@@ -142,6 +142,24 @@ def pass_rule(doc: dict) -> dict:
             "negatives": "a negative `newtonian`" if p["negatives_newtonian"] else "no negative `newtonian`"}
 
 
+def path_row(doc: dict, rung: str, attention: str) -> dict:
+    """The path's first-seed row of ``rung`` and ``attention``."""
+    first = min(r["seed"] for r in doc["path"])
+    return next(r for r in doc["path"] if r["rung"] == rung and r["attention"] == attention
+                and r["seed"] == first and not r["width_row"])
+
+
+def path_departures(rung: str):
+    """The exact law's departure from Newton at ``rung`` for softmax, LSSAR and LASER (first seed)."""
+    return lambda d: [path_row(d, rung, a)["law"]["newton_departure_exact"] for a in ("softmax", "lssar", "laser")]
+
+
+def path_cell(rung: str, attention: str):
+    """The path page's table cell: departure [95% interval] and verdict."""
+    return lambda d: (*[100 * v for v in departure(path_row(d, rung, attention)["law"])],
+                      path_row(d, rung, attention)["verdict"])
+
+
 def frozen_newtonian(doc: dict) -> str:
     n = sum((r.get("law_frozen") or {}).get("verdict") == "newtonian" for r in doc["controls"])
     return f"{n} rows" if n else "no row"
@@ -222,7 +240,9 @@ def at_16x(key: str, attention: str):
     return lambda doc: pm(doc["table"][attention]["16"][mean], doc["table"][attention]["16"][sd])
 
 
-README_, RESULTS_MD, CONTROLS_MD = "README.md", "docs/results.md", "docs/controls.md"
+README_, RESULTS_MD, CONTROLS_MD, PATH_MD = "README.md", "docs/results.md", "docs/controls.md", "docs/path.md"
+PATH = "path_chain_seed10.json"
+PATH_RUNGS = ("positions", "bins-in", "no-noise", "bins-out", "budget", "whole", "tokens")
 BENCH_MD, EXPER_MD = "docs/benchmarks.md", "docs/experiments.md"
 SEED5, SEED10, WRONG_LAW = "controls_seed5.json", "controls_seed10.json", "control_wrong_law.json"
 UNTRAINED_6K, W1_6K = ("control_variant_probe-6k-every-window_W3-untrained.json",
@@ -305,6 +325,15 @@ NUMBERS = [
     *[(EXPER_MD, "extrapolation.json", lambda d, a=a: extrapolation_row(d, a), "{}") for a in ATTENTIONS],
     *[(EXPER_MD, "passkey.json", lambda d, a=a: passkey_row(d, a), "{}") for a in ATTENTIONS],
     (RESULTS_MD, "probe_protocol.json", protocols, "orbitlaw {0}, reference {1}"),
+    # the path (first seed)
+    *[(page, PATH, path_departures("bins-in"), f"`bins-in` for none{words} ({{:.2%}}, {{:.2%}}, {{:.2%}} from Newton)")
+      for page, words in ((README_, ""), (RESULTS_MD, " of them"))],
+    *[(page, PATH, path_departures("whole"), "`whole` {:.2%}, {:.2%}, {:.2%}") for page in (README_, RESULTS_MD)],
+    *[(page, PATH, lambda d: "held" if d["controls_passes"]["passed"] else "failed",
+       "controls' pass rule **{}** (positive 3/3, no negative `newtonian`)") for page in (RESULTS_MD,)],
+    *[(PATH_MD, PATH, path_cell(rung, a), "{:.2f}% [{:.2f}, {:.2f}] `{}`")
+      for rung in PATH_RUNGS for a in ("softmax", "lssar", "laser")],
+    (PATH_MD, PATH, lambda d: len(d["replicated"]), "The replication rule chose {} first-seed rows"),
     # performance
     (README_, "quickstart.json", lambda d: d["total_minutes"], "`study-smoke/report.md`: {:.1f} minutes on 2 idle CPU"),
     (RESULTS_MD, "quickstart.json", lambda d: (d["total_minutes"], d["install_seconds"], d["study_seconds"]),

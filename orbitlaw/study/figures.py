@@ -245,15 +245,14 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
     if not rows:
         raise ValueError("no path rows to draw")
     rungs = sorted({(r["rung_index"], r["rung"]) for r in rows})
-    attentions = list(dict.fromkeys(r["attention"] for r in rows if r["rung"] != "positions"))
+    attentions = list(dict.fromkeys(r["attention"] for r in rows))
     colours = _colours(attentions or ["softmax"])
     first = min(r["seed"] for r in rows)
     fig = Figure(figsize=(11, 4.2))
     left, right = fig.subplots(1, 2)
     for k, attention in enumerate(attentions or ["softmax"]):
         shift = (k - (len(attentions) - 1) / 2) * 0.08
-        chain = sorted((r for r in rows if not r["width_row"] and (r["attention"] == attention or
-                                                                    r["rung"] == "positions")),
+        chain = sorted((r for r in rows if not r["width_row"] and r["attention"] == attention),
                        key=lambda r: r["rung_index"])
         main = [(r["rung_index"], _departure(r)) for r in chain if r["seed"] == first and _departure(r)]
         if main:
