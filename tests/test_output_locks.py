@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 
 import numpy as np
+import pytest
 
 from orbitlaw.cli import main
 from orbitlaw.orbits.provenance import OutputLock
@@ -60,3 +61,13 @@ def test_discover_leaves_no_law_without_its_figure(tmp_path, monkeypatch, capsys
     assert _discover(table, law) == 1
     assert law.read_bytes() == before  # a failed re-run leaves the earlier law as it was
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_a_second_llm_run_into_the_same_directory_is_refused_before_it_reads_it(tmp_path):
+    from orbitlaw.discovery.llm.runner import run as run_llm
+
+    out = tmp_path / "llm"
+    with OutputLock(tmp_path / ".llm.lock", f"LLM run {out}"):  # as a running `orbitlaw llm run` holds it
+        with pytest.raises(ValueError, match="being written by another orbitlaw process"):
+            run_llm("openai-compatible", "some-model", 1, out, base_url="http://127.0.0.1:9/v1", progress=False)
+    assert not out.exists()

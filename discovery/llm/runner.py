@@ -28,7 +28,7 @@ from orbitlaw.discovery.llm.prompt import build_prompt
 from orbitlaw.discovery.llm.providers import ChatClient, Settings, check_provider
 from orbitlaw.discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
 from orbitlaw.discovery.llm.systems import generate_systems, read_layout, write_layout
-from orbitlaw.orbits.provenance import undo_on_failure, write_text_atomic
+from orbitlaw.orbits.provenance import OutputLock, undo_on_failure, write_text_atomic
 
 SR_SEEDS = 5
 SR_POINTS = 1000
@@ -152,73 +152,75 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     config = {"systems": int(systems), "seed": int(seed), "reference_prompt": bool(reference_prompt),
               "preset": preset}
     system_list = generate_systems(int(systems), int(seed), preset=preset)
-    previous = _load_previous(out, config)
-    prompts = [build_prompt(s.coords, s.force, s.revealed, reference=reference_prompt) for s in system_list]
-    cache = ResponseCache(out / "cache")
-    keys = [request_key(provider, model, base_url, p, settings.as_dict()) for p in prompts]
-    todo = [(s.index, k, p) for s, k, p in zip(system_list, keys, prompts, strict=True) if k not in cache]
-    # the client (SDK, API key) is needed only for what the cache does not hold: a finished run re-scores offline
-    client = ChatClient(provider, model, settings, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                        backoff=backoff) if todo else None
-    # a run that fails (every request refused, a full disk) leaves DIR as it was, unless it cached answers a
-    # re-run continues from (undo_on_failure)
-    with undo_on_failure(out, resumable=lambda: any((out / "cache").glob("*/*.json"))):
-        out.mkdir(parents=True, exist_ok=True)
-        write_layout(out / "prompts", system_list, prompts)
-        errors = _request_all(client, cache, todo, concurrency, progress) if todo else {}
-        if errors and len(errors) == len(system_list):
-            first = errors[min(errors)]
-            raise RuntimeError(f"every request failed, e.g. system {min(errors)}: {first}")
+    # one writer per DIR, taken before anything of an earlier run is read (a second `llm run` is refused)
+    with OutputLock(out.parent / f".{out.name}.lock", f"LLM run {out}"):
+        previous = _load_previous(out, config)
+        prompts = [build_prompt(s.coords, s.force, s.revealed, reference=reference_prompt) for s in system_list]
+        cache = ResponseCache(out / "cache")
+        keys = [request_key(provider, model, base_url, p, settings.as_dict()) for p in prompts]
+        todo = [(s.index, k, p) for s, k, p in zip(system_list, keys, prompts, strict=True) if k not in cache]
+        # the client (SDK, API key) is needed only for what the cache does not hold: a finished run re-scores offline
+        client = ChatClient(provider, model, settings, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                            backoff=backoff) if todo else None
+        # a run that fails (every request refused, a full disk) leaves DIR as it was, unless it cached answers a
+        # re-run continues from (undo_on_failure)
+        with undo_on_failure(out, resumable=lambda: any((out / "cache").glob("*/*.json"))):
+            out.mkdir(parents=True, exist_ok=True)
+            write_layout(out / "prompts", system_list, prompts)
+            errors = _request_all(client, cache, todo, concurrency, progress) if todo else {}
+            if errors and len(errors) == len(system_list):
+                first = errors[min(errors)]
+                raise RuntimeError(f"every request failed, e.g. system {min(errors)}: {first}")
 
-        slug = model_slug(model)
-        pred_dir = out / "predictions" / slug
-        pred_dir.mkdir(parents=True, exist_ok=True)
-        results, rows, answers = [], [], {}
-        for s, key in zip(system_list, keys, strict=True):
-            record = {"model": model, "provider": provider, "system": s.index, "cache_key": key,
-                      "revealed": s.revealed.tolist()}
-            cached = cache.get(key)
-            if cached is None:
-                values, parse_error = {}, None
-                record.update(parsed=False, error=errors.get(s.index, "no response"), parse_error=None)
-            else:
-                parsed = parse_answer(cached["text"])
-                values, parse_error = (parsed.values, None) if parsed.ok else ({}, parsed.error)
-                record.update(parsed=parsed.ok, error=None, parse_error=parse_error,
-                              finish_reason=cached.get("finish_reason"), attempts=cached.get("attempts"),
-                              response_file=str(cache.path(key).relative_to(out)))
-                if parsed.ok:
-                    write_text_atomic(pred_dir / f"{s.index}.json",
-                                      json.dumps({str(k): v for k, v in sorted(values.items())}) + "\n")
-                    answers[s.index] = values
-                    rows += answer_rows(model, s, values)
-            record.update(score_system(s, values))
-            results.append(record)
+            slug = model_slug(model)
+            pred_dir = out / "predictions" / slug
+            pred_dir.mkdir(parents=True, exist_ok=True)
+            results, rows, answers = [], [], {}
+            for s, key in zip(system_list, keys, strict=True):
+                record = {"model": model, "provider": provider, "system": s.index, "cache_key": key,
+                          "revealed": s.revealed.tolist()}
+                cached = cache.get(key)
+                if cached is None:
+                    values, parse_error = {}, None
+                    record.update(parsed=False, error=errors.get(s.index, "no response"), parse_error=None)
+                else:
+                    parsed = parse_answer(cached["text"])
+                    values, parse_error = (parsed.values, None) if parsed.ok else ({}, parsed.error)
+                    record.update(parsed=parsed.ok, error=None, parse_error=parse_error,
+                                  finish_reason=cached.get("finish_reason"), attempts=cached.get("attempts"),
+                                  response_file=str(cache.path(key).relative_to(out)))
+                    if parsed.ok:
+                        write_text_atomic(pred_dir / f"{s.index}.json",
+                                          json.dumps({str(k): v for k, v in sorted(values.items())}) + "\n")
+                        answers[s.index] = values
+                        rows += answer_rows(model, s, values)
+                record.update(score_system(s, values))
+                results.append(record)
 
-        # merge with the other models already in DIR
-        kept = [r for r in previous.get("results", []) if r.get("model") != model]
-        all_results = sorted(kept + results, key=lambda r: (str(r.get("model")), r.get("system", 0)))
-        all_rows = _other_rows(out, model) + rows
-        write_answers_csv(out / "answers.csv", all_rows)
-        law = dict(previous.get("law", {}))
-        law_control = previous.get("law_control")
-        if run_discovery:
-            law[model] = discover(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
-                                  resume_dir=out / "sr" / slug, settings=sr_settings, rule=sr_rule)
-            if all_rows:
-                law_control = control(all_rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
-                                      resume_dir=out / "sr" / "control", settings=sr_settings, rule=sr_rule)
-        runs = dict(previous.get("config", {}).get("runs", {}))
-        runs[model] = {"provider": provider, "base_url": public_url(base_url), "settings": settings.as_dict(),
-                       "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
-                       "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
-                       if run_discovery else None}
-        doc = {"results": all_results, "law": law, "law_control": law_control, "config": {**config, "runs": runs},
-               "code_version": code_version(), "dependency_versions": dependency_versions(),
-               "summary": summarise(all_results)}
-        write_json_atomic(_results_path(out), doc)
-        _plot(out, system_list, all_rows)
-        return doc
+            # merge with the other models already in DIR
+            kept = [r for r in previous.get("results", []) if r.get("model") != model]
+            all_results = sorted(kept + results, key=lambda r: (str(r.get("model")), r.get("system", 0)))
+            all_rows = _other_rows(out, model) + rows
+            write_answers_csv(out / "answers.csv", all_rows)
+            law = dict(previous.get("law", {}))
+            law_control = previous.get("law_control")
+            if run_discovery:
+                law[model] = discover(rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
+                                      resume_dir=out / "sr" / slug, settings=sr_settings, rule=sr_rule)
+                if all_rows:
+                    law_control = control(all_rows, seeds=sr_seeds, points=sr_points, restarts=sr_restarts,
+                                          resume_dir=out / "sr" / "control", settings=sr_settings, rule=sr_rule)
+            runs = dict(previous.get("config", {}).get("runs", {}))
+            runs[model] = {"provider": provider, "base_url": public_url(base_url), "settings": settings.as_dict(),
+                           "timeout_s": timeout, "max_retries": max_retries, "concurrency": concurrency,
+                           "sr": {"seeds": int(sr_seeds), "points": int(sr_points), "restarts": int(sr_restarts)}
+                           if run_discovery else None}
+            doc = {"results": all_results, "law": law, "law_control": law_control, "config": {**config, "runs": runs},
+                   "code_version": code_version(), "dependency_versions": dependency_versions(),
+                   "summary": summarise(all_results)}
+            write_json_atomic(_results_path(out), doc)
+            _plot(out, system_list, all_rows)
+            return doc
 
 
 def _other_rows(out: Path, model: str) -> list[dict]:
