@@ -343,6 +343,9 @@ def check_out(out: Path, settings: dict) -> None:
     if metrics.exists():
         import json
 
+        from orbitlaw.orbits.provenance import inside
+
+        inside(out, metrics, "probe output")  # a link out of the output is refused, never read
         try:
             old = json.loads(metrics.read_text()).get("settings")
         except ValueError:

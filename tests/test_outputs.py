@@ -1,5 +1,6 @@
-"""Outputs with one writer, and no half-written output: `probe` and `discover` take the output's lock as
-`train` and `simulate` do, and a `discover` whose figure cannot be written puts its law file back."""
+"""Outputs with one writer, no half-written output and no link out: `probe`, `discover` and `llm run` take the
+output's lock as `train` and `simulate` do; a `discover` whose figure cannot be written puts its law file back;
+a probe output whose result links out of it is refused unread."""
 
 from __future__ import annotations
 
@@ -71,3 +72,16 @@ def test_a_second_llm_run_into_the_same_directory_is_refused_before_it_reads_it(
         with pytest.raises(ValueError, match="being written by another orbitlaw process"):
             run_llm("openai-compatible", "some-model", 1, out, base_url="http://127.0.0.1:9/v1", progress=False)
     assert not out.exists()
+
+
+def test_a_probe_output_whose_metrics_link_out_of_it_is_refused(tmp_path):
+    from orbitlaw.discovery.probe_data import check_out
+
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"settings": {"TOPSECRET": 1}}')
+    out = tmp_path / "probe"
+    out.mkdir()
+    (out / "metrics.json").symlink_to(secret)
+    with pytest.raises(ValueError, match="leads outside the probe output") as err:
+        check_out(out, {"steps": 1})
+    assert "TOPSECRET" not in str(err.value)
