@@ -1,7 +1,7 @@
 """The path's rung chain and its replication, before its size rows: what two CPU cores can run in a session.
 
     python benchmarks/experiments/path_chain.py --out STUDY [--seed 10] [--preset path] [--workers 2]
-        [--first-seed-only] [--result FILE.json]
+        [--replicate all|windows|none] [--result FILE.json]
 
 ``orbitlaw run --preset path`` trains the whole-sequence rows first, the size rows among them: at the 9x budget
 each takes 45-90 min on one core, about 9 h of the two cores for the size rows and their replication. This
@@ -10,10 +10,12 @@ script runs the same study's rows in another order, through the same stages and 
 every rung of every attention at the first training seed, the anchor ``tokens`` rows and the negative controls,
 then the replication rule's rows (:func:`orbitlaw.study.path.replication`, the size rows left out) at the
 other seeds. The result holds the rows, their summary, the reading rules' answer (``restored``, which needs the
-size rows, is null) and the controls' pass rule on the study. ``--first-seed-only`` stops after the first pass
-and names the rows the replication rule chose without running them (``replication_run`` false); its answer is
-a first seed's, not a replicated one. Nothing in the design, the rule or the data
-differs from the preset's; the order, and the size rows left for later, are stated in docs/path.md.
+size rows, is null) and the controls' pass rule on the study. ``--replicate none`` stops after the first pass
+and names the rows the replication rule chose without running them; ``--replicate windows`` runs only their
+windowed rows (rungs 0-4), which take minutes, and leaves the whole-sequence ones (``whole``, ``tokens``) for
+later (``replication_run`` says which). Until every chosen row has run, the answer is not the replicated one.
+Nothing in the design, the rule or the data differs from the preset's; the order, and the size rows left for
+later, are stated in docs/path.md.
 Writes ``benchmarks/results/path_chain_seed<S>.json`` unless ``--result`` names another file, and beside it the
 report's path section (``.md``) and figure (``.png``).
 """
@@ -37,7 +39,7 @@ from orbitlaw.study.presets import study_config
 from orbitlaw.study.report import path_section
 
 
-def run_chain(out: str, preset: str, seed: int, workers: int, first_seed_only: bool = False) -> dict:
+def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "all") -> dict:
     """Run (or resume) the chain and its replication in the study ``out``; the result's dictionary."""
     start = time.time()
     config = study_config(preset, None, seed, "orbitlaw", None, None)
@@ -56,7 +58,8 @@ def run_chain(out: str, preset: str, seed: int, workers: int, first_seed_only: b
     again = set(replication(rows, path))
     more = [c for c in configurations(controls, path, controls["seeds"][1:])
             if c["budget"] is None and _first_seed_name(c, controls["seeds"][0]) in again]
-    if more and not first_seed_only:
+    more = [c for c in more if replicate == "all" or (replicate == "windows" and c["window"] is not None)]
+    if more:
         rows += _annotate(run(more), more, study, controls)
     reading = answer(rows, path)
     for attention in reading.values():
@@ -64,7 +67,7 @@ def run_chain(out: str, preset: str, seed: int, workers: int, first_seed_only: b
         attention["largest_budget_newtonian"] = None
     control_rows = [r for r in rows if r["attention"] == "softmax" and r["rung"] == "positions"] + negatives
     return {"benchmark": "path_chain", "preset": preset, "seed": seed, "study": str(out),
-            "replicated": sorted(again), "replication_run": not first_seed_only,
+            "replicated": sorted(again), "replication_run": replicate,
             "path": rows, "path_summary": summary(rows), "path_answer": reading,
             "controls": control_rows, "controls_passes": path_passes(control_rows),
             "size_rows": "not run (orbitlaw run --preset path resumes this study and adds them)",
@@ -79,11 +82,12 @@ def main() -> None:
     parser.add_argument("--preset", default="path", choices=["path", "path-gpu"])
     parser.add_argument("--seed", type=int, default=10, help="the study's seed offset (docs/path.md: 10)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--first-seed-only", action="store_true",
-                        help="stop after the first pass; name the replication rule's rows without running them")
+    parser.add_argument("--replicate", default="all", choices=["all", "windows", "none"],
+                        help="which of the replication rule's rows to run at the other seeds: all; windows (rungs "
+                        "0-4, the whole-sequence rows left for later); none (name them only)")
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_chain_seed<S>.json)")
     args = parser.parse_args()
-    result = run_chain(args.out, args.preset, args.seed, args.workers, args.first_seed_only)
+    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate)
     target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
     write_json_atomic(target, result)
     lines = path_section(result["path"], result["path_summary"], result["path_answer"], result["controls_passes"])
