@@ -334,6 +334,13 @@ NUMBERS = [
     *[(PATH_MD, PATH, path_cell(rung, a), "{:.2f}% [{:.2f}, {:.2f}] `{}`")
       for rung in PATH_RUNGS for a in ("softmax", "lssar", "laser")],
     (PATH_MD, PATH, lambda d: len(d["replicated"]), "The replication rule chose {} first-seed rows"),
+    *[(page, PATH, lambda d: [x["newtonian"] for x in d["path_summary"] if x["rung"] == "positions"][::-1],
+       "rung 0 `newtonian` in {}, {} and {} seeds") for page in (README_, RESULTS_MD)],
+    (RESULTS_MD, "cli_startup.json", lambda d: (max(d["help_over_python_median"].values()),
+                                                d["commands"]["orbitlaw simulate --preset vafa2025 --splits train=1000"]
+                                                ["median"], d["commands"]['python -c "import torch"']["median"]),
+     "every `--help` at most {0:.3f} s over `python -c pass` (target 0.3 s); a 1,000-sequence `simulate` {1:.2f} s "
+     "(target 1.5 s); `import torch` alone {2:.2f} s"),
     # performance
     (README_, "quickstart.json", lambda d: d["total_minutes"], "`study-smoke/report.md`: {:.1f} minutes on 2 idle CPU"),
     (RESULTS_MD, "quickstart.json", lambda d: (d["total_minutes"], d["install_seconds"], d["study_seconds"]),

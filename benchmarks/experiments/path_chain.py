@@ -58,7 +58,9 @@ def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "
     again = set(replication(rows, path))
     more = [c for c in configurations(controls, path, controls["seeds"][1:])
             if c["budget"] is None and _first_seed_name(c, controls["seeds"][0]) in again]
-    more = [c for c in more if replicate == "all" or (replicate == "windows" and c["window"] is not None)]
+    done = {r["name"] for r in rows}  # softmax's rung 0 ran at every seed in the first pass
+    more = [c for c in more if c["name"] not in done and
+            (replicate == "all" or (replicate == "windows" and c["window"] is not None))]
     if more:
         rows += _annotate(run(more), more, study, controls)
     reading = answer(rows, path)
