@@ -335,7 +335,7 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
                          "it")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and is not an orbitlaw dataset; refusing to overwrite it")
-    with OutputLock(out.parent / f".{out.name}.lock", f"dataset {out}"):
+    with OutputLock.beside(out, f"dataset {out}"):
         return _simulate_locked(preset, splits, seed, out, workers, params, spec, config, digest, progress)
 
 

@@ -102,6 +102,13 @@ class OutputLock:
         self._fd = fd
         return self
 
+    @classmethod
+    def beside(cls, out: Path, what: str) -> OutputLock:
+        """The lock of output ``out`` (a directory or a file): ``.<name>.lock`` next to it, so taking it creates
+        nothing inside ``out`` and leaves no trace when released."""
+        out = Path(out)
+        return cls(out.parent / f".{out.name}.lock", what)
+
     def release(self) -> None:
         if self._fd is not None:
             try:  # only our own lock file: a failed run may have removed it, and another process made a new one

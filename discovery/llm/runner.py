@@ -153,7 +153,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
               "preset": preset}
     system_list = generate_systems(int(systems), int(seed), preset=preset)
     # one writer per DIR, taken before anything of an earlier run is read (a second `llm run` is refused)
-    with OutputLock(out.parent / f".{out.name}.lock", f"LLM run {out}"):
+    with OutputLock.beside(out, f"LLM run {out}"):
         previous = _load_previous(out, config)
         prompts = [build_prompt(s.coords, s.force, s.revealed, reference=reference_prompt) for s in system_list]
         cache = ResponseCache(out / "cache")

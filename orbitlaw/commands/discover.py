@@ -71,7 +71,7 @@ def run(args) -> int:
     if args.maxsize < 3 or (args.budget is not None and args.budget < 100):
         raise ValueError("--maxsize must be >= 3 and --budget >= 100")
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
-    with OutputLock(out.parent / f".{out.name}.lock", f"law {out}"):  # one writer (and resumer) per law file
+    with OutputLock.beside(out, f"law {out}"):  # one writer (and resumer) per law file
         law = _discover(out, args, settings, discover_to_file, plot_pareto)
     print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
                                              "newton_departure_exact", "seeds_agreeing", "seeds", "rule")},

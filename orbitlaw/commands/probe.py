@@ -99,7 +99,7 @@ def run(args) -> int:
     from orbitlaw.orbits.provenance import OutputLock, undo_on_failure
 
     out = Path(args.out)
-    with OutputLock(out.parent / f".{out.name}.lock", f"probe output {out}"), \
+    with OutputLock.beside(out, f"probe output {out}"), \
             undo_on_failure(out, resumable=lambda: _resumable(out)):
         return _run(args)
 
