@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from orbitlaw.cli import commands  # noqa: E402
-from orbitlaw.orbits.provenance import code_version, write_json_atomic  # noqa: E402
+from orbitlaw.provenance import code_version, write_json_atomic  # noqa: E402
 
 HELP_WITHIN_S, SIMULATE_UNDER_S = 0.3, 1.5
 PYTHON = [sys.executable]

@@ -45,7 +45,7 @@ from orbitlaw.discovery.backends import SearchSettings
 from orbitlaw.discovery.symbolic import discover_law
 from orbitlaw.discovery.verdict import VERDICTS
 from orbitlaw.orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 G = 4 * math.pi**2
 ROWS = 5000

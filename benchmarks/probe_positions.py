@@ -21,7 +21,7 @@ import torch
 
 from orbitlaw.discovery.probe import ForceProbe, ProbeConfig, masked_mse, window_columns
 from orbitlaw.models.presets import build_model
-from orbitlaw.orbits.provenance import code_version, write_json_atomic
+from orbitlaw.provenance import code_version, write_json_atomic
 
 
 def step_seconds(at: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, steps: int, seed: int

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orbitlaw.orbits.provenance import write_json_atomic  # noqa: E402
+from orbitlaw.provenance import write_json_atomic  # noqa: E402
 
 QUICK_START = "pip install torch==2.13.0 -e . && orbitlaw run --preset smoke --out study-smoke"
 

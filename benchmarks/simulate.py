@@ -28,7 +28,7 @@ from scipy.optimize import newton
 
 from orbitlaw import orbits
 from orbitlaw.orbits import generate, presets
-from orbitlaw.orbits.provenance import code_version, dependency_versions
+from orbitlaw.provenance import code_version, dependency_versions
 from orbitlaw.orbits.systems import G
 from orbitlaw.orbits.tokenizer import TokenizerSpec
 

@@ -28,7 +28,7 @@ import torch
 from orbitlaw import orbits
 from orbitlaw.models.evaluate import evaluate
 from orbitlaw.models.train import TrainConfig, train
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def unigram_entropy(tokens: np.ndarray, num_bins: int) -> float:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from orbitlaw import models, orbits
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def _sync(device: torch.device) -> None:

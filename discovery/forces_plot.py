@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orbitlaw.orbits.provenance import atomic_path
+from orbitlaw.provenance import atomic_path
 
 
 def plot_force_arrows(cols: dict, out: Path, title: str = "", names: dict[int, str] | None = None,

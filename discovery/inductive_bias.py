@@ -59,7 +59,7 @@ from orbitlaw.discovery.probe import ForceProbe, predict, sequence_mse
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.models.loop import adamw, autocast
 from orbitlaw.models.train import check_vocab, read_sequences, token_offset
-from orbitlaw.orbits.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
 
 REFERENCE_SIZES = {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000}
 """The reference's sizes (``--reference-sizes``)."""

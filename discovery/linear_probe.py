@@ -38,7 +38,7 @@ import torch
 from orbitlaw.discovery import probe_data
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.models.train import check_vocab, read_sequences, token_offset
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "accel_x", "accel_y",
                   "log_accel_magnitude", "log_star_accel_magnitude", "log_m1", "log_m2", "inverse_r2", "r", "x",

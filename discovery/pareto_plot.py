@@ -7,7 +7,7 @@ from pathlib import Path
 from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
 from orbitlaw.discovery.law import ERROR_FLOOR
-from orbitlaw.orbits.provenance import atomic_path
+from orbitlaw.provenance import atomic_path
 
 
 def plot_pareto(law: dict, out: str | Path) -> Path:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from orbitlaw import orbits
-from orbitlaw.orbits.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
 
 STATE_COLUMNS = ("rx", "ry", "vx", "vy", "m1", "m2")
 """The true state of a planet step: position and velocity relative to the star (AU, AU/yr), masses."""
@@ -343,7 +343,7 @@ def check_out(out: Path, settings: dict) -> None:
     if metrics.exists():
         import json
 
-        from orbitlaw.orbits.provenance import inside
+        from orbitlaw.provenance import inside
 
         inside(out, metrics, "probe output")  # a link out of the output is refused, never read
         try:

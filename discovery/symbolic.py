@@ -51,7 +51,7 @@ from orbitlaw.discovery import expression_text, outliers, powerlaw
 from orbitlaw.discovery import law as laws
 from orbitlaw.discovery import verdict as verdicts
 from orbitlaw.discovery.backends import SearchSettings, check_available, placeholders, prepare, search
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.orbits.workers import die_with_parent
 
 GROUP_COLUMN = "sequence"

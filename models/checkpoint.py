@@ -39,7 +39,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from orbitlaw.orbits.provenance import inside, write_text_atomic
+from orbitlaw.provenance import inside, write_text_atomic
 
 CHECKSUMS = "checksums.json"
 _CHECKED = ("model.safetensors", "trainer.pt")

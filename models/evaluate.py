@@ -23,7 +23,7 @@ from orbitlaw import orbits
 from orbitlaw.models import checkpoint
 from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.models.train import check_vocab, make_batch
-from orbitlaw.orbits.provenance import code_version, dependency_versions, inside, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, inside, write_json_atomic
 
 
 def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:

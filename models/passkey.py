@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from orbitlaw.models.gpt import GPT, GPTConfig
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 DIGITS, KEY, QUERY, VOCAB = 10, 10, 20, 21
 

@@ -113,7 +113,7 @@ def plot_rollout(r: Rollout, path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from orbitlaw.orbits.provenance import atomic_path
+    from orbitlaw.provenance import atomic_path
 
     bodies = r.true.shape[1]
     names = [f"planet {b + 1}" for b in range(bodies - 1)] + ["star"]
@@ -165,7 +165,7 @@ def write_rollout(run, data, out, split: str | None = None, index: int = 0, prom
     from orbitlaw import orbits
     from orbitlaw.models.evaluate import load_run
     from orbitlaw.models.train import resolve_device
-    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
     out = Path(out)
     if out.suffix not in (".png", ".gif"):

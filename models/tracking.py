@@ -19,7 +19,7 @@ import os
 import secrets
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import write_text_atomic
+from orbitlaw.provenance import write_text_atomic
 
 TRACKERS = ("none", "tensorboard", "wandb")
 

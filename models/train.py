@@ -35,7 +35,7 @@ from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
 from orbitlaw.models.presets import model_config
 from orbitlaw.models.tracking import Tracker, check_tracker, open_tracker
-from orbitlaw.orbits.provenance import (
+from orbitlaw.provenance import (
     OutputLock,
     atomic_path,
     code_version,

@@ -13,7 +13,7 @@ this package's search path also holds the folder above it when the rooms sit the
 
 from pathlib import Path as _Path
 
-_ROOMS = ("orbits", "models", "kernels", "discovery")  # as orbitlaw.orbits.provenance.ROOMS
+_ROOMS = ("orbits", "models", "kernels", "discovery")  # as orbitlaw.provenance.ROOMS
 
 _here = _Path(__file__).resolve().parent
 if not (_here / "orbits").is_dir() and all((_here.parent / room / "__init__.py").is_file() for room in _ROOMS):

@@ -7,7 +7,9 @@ Building the parser imports only argument definitions: ``add_parser`` takes its 
 command's working modules when it runs, so ``orbitlaw --help`` answers at once and a command that needs no torch
 never imports it (tests/test_cli_startup.py, benchmarks/cli_startup.py).
 Errors that a user can fix are raised as :class:`UserError` (or ``ValueError``/``OSError`` from the
-library) and printed as one line on stderr with exit status 2 (1 for I/O failures).
+library) and printed as one line on stderr with exit status 2 (1 for I/O failures). A library error about a
+config field (:class:`orbitlaw.validate.FieldError`) names the field; this file names the flag that sets it:
+the flag whose ``dest`` is the field, or the command's ``field_flags`` default where the names differ.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 
 from orbitlaw import __version__
 from orbitlaw.errors import UserError
+from orbitlaw.validate import FieldError
 
 # The order of the study; any other module in orbitlaw/commands is listed after these.
 ORDER = ["run", "simulate", "plot", "train", "evaluate", "probe", "discover", "llm"]
@@ -49,7 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in commands():
         importlib.import_module(f"orbitlaw.commands.{name}").add_parser(sub)
+    for command in sub.choices.values():
+        flags = {a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings}
+        command.set_defaults(flags=flags | (command.get_default("field_flags") or {}))
     return parser
+
+
+def _field_message(args, exc: FieldError) -> str:
+    """The error of a bad config field, named by the flag that set it where this command has one."""
+    flag = (getattr(args, "flags", None) or {}).get(exc.field)
+    return f"{flag} {exc.problem}" if flag else str(exc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except FieldError as exc:
+        print(f"orbitlaw {args.command}: error: {_field_message(args, exc)}", file=sys.stderr)
+        return 2
     except (UserError, ValueError) as exc:
         print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -65,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:  # the library names the file it was writing (orbitlaw.orbits.provenance.naming)
+    except OSError as exc:  # the library names the file it was writing (orbitlaw.provenance.naming)
         full = exc.errno == errno.ENOSPC
         print(f"orbitlaw {args.command}: error: {exc.strerror or exc}"
               + (f": {exc.filename}" if exc.filename else "")

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from orbitlaw.orbits import forcelaw, generate, nbody, presets
-from orbitlaw.orbits.provenance import (
+from orbitlaw.provenance import (
     OutputLock,
     code_version,
     dependency_versions,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import write_text_atomic
+from orbitlaw.provenance import write_text_atomic
 
 PACKAGE = Path(__file__).parent
 STAMP = "numba-sources.sha256"

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw.orbits import generate, presets
-from orbitlaw.orbits.provenance import atomic_path
+from orbitlaw.provenance import atomic_path
 
 
 def system_positions(split, index: int) -> np.ndarray:

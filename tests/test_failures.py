@@ -13,7 +13,7 @@ from conftest import TINY_MODEL, tiny_train_config
 
 from orbitlaw.cli import main
 from orbitlaw.models import checkpoint
-from orbitlaw.orbits.provenance import OutputLock
+from orbitlaw.provenance import OutputLock
 
 SMALL = TINY_MODEL
 

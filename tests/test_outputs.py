@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from orbitlaw.cli import main
-from orbitlaw.orbits.provenance import OutputLock
+from orbitlaw.provenance import OutputLock
 
 
 def _table(path):

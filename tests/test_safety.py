@@ -127,7 +127,7 @@ def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path)
 
 
 def test_a_second_writer_into_the_same_output_is_refused(run, tmp_path):
-    from orbitlaw.orbits.provenance import OutputLock
+    from orbitlaw.provenance import OutputLock
 
     pre, _ = run
     run = tmp_path / "run"

@@ -38,7 +38,7 @@ from orbitlaw.discovery.backends import SearchSettings
 from orbitlaw.discovery.symbolic import discover_law
 from orbitlaw.orbits import simulate
 from orbitlaw.orbits.dataset import load_dataset
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 G = 4 * math.pi**2
 W = 3

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from control_residuals import in_corner, parse_row  # a sibling script: benchmarks/experiments/ is on sys.path
 
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.presets import study_config
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from control_variants import summary  # a sibling script: benchmarks/experiments/ is on sys.path
 
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import controls, stages
 from orbitlaw.study.presets import study_config
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orbitlaw.orbits.provenance import code_version, write_json_atomic
+from orbitlaw.provenance import code_version, write_json_atomic
 
 
 def bias_by(frame: pd.DataFrame, res: pd.Series, column: str, bins: int) -> list[float]:

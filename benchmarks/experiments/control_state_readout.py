@@ -33,7 +33,7 @@ from orbitlaw.discovery import probe_data
 from orbitlaw.discovery.linear_probe import hidden_features, probe_rows, ridge_r2
 from orbitlaw.discovery.oracle import window_features, window_mlp
 from orbitlaw.models.evaluate import load_run
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def mlp_r2(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, seed: int) -> float:

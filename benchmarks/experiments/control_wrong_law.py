@@ -28,7 +28,7 @@ import copy
 import json
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
 from orbitlaw.study.presets import study_config

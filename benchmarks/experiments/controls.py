@@ -33,7 +33,7 @@ import platform
 import time
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import ORACLES, PASS_RULE, configurations, passes, run_controls
 from orbitlaw.study.pipeline import default_workers, run_study

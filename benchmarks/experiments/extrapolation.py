@@ -93,7 +93,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from orbitlaw import orbits
-    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
     work = Path(args.work)
     data = work / f"data-{args.train_sequences}"

@@ -32,7 +32,7 @@ import numpy as np
 from orbitlaw import orbits
 from orbitlaw.discovery.inductive_bias import InductiveBiasConfig, inductive_bias
 from orbitlaw.models.train import TrainConfig, read_metrics, train
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 ARCHS = ("gpt", "lstm", "rnn")
 

@@ -47,7 +47,7 @@ from discover import probe_rows, synthetic  # noqa: E402
 
 from orbitlaw.discovery.backends import SearchSettings  # noqa: E402
 from orbitlaw.discovery.symbolic import discover_law  # noqa: E402
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic  # noqa: E402
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic  # noqa: E402
 from orbitlaw.study.presets import VERDICT_RULE  # noqa: E402
 
 G = 4 * math.pi**2

@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/passkey.json")
     args = parser.parse_args()
 
-    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
     labels, chosen = chosen_variants(args.only, args.p)
     work = Path(args.work)

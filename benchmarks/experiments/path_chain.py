@@ -28,7 +28,7 @@ import platform
 import time
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import configurations as control_configurations
 from orbitlaw.study.controls import run_controls

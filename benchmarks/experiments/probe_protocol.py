@@ -37,7 +37,7 @@ from orbitlaw import orbits
 from orbitlaw.discovery.probe import ProbeConfig, finetune
 from orbitlaw.models.evaluate import evaluate
 from orbitlaw.models.train import TrainConfig, train
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 VARIANTS = {"orbitlaw": {"protocol": "orbitlaw", "scaling": None},
             "reference": {"protocol": "reference", "scaling": None},

@@ -25,7 +25,7 @@ import pandas as pd
 
 from orbitlaw.discovery import probe_data
 from orbitlaw.discovery.symbolic import discover_law
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 
 def summary(table: pd.DataFrame, column: str, seeds: int, quantity: str) -> dict:

@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import write_text_atomic
+from orbitlaw.provenance import write_text_atomic
 
 
 def request_key(provider: str, model: str, base_url: str | None, prompt: str, settings: dict) -> str:

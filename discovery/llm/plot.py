@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw.discovery.llm.systems import System
-from orbitlaw.orbits.provenance import atomic_path
+from orbitlaw.provenance import atomic_path
 
 
 def plot_forces(path: Path, systems: list[System], answers: dict[str, dict[int, dict[int, float]]],

@@ -28,7 +28,7 @@ from orbitlaw.discovery.llm.prompt import build_prompt
 from orbitlaw.discovery.llm.providers import ChatClient, Settings, check_provider
 from orbitlaw.discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
 from orbitlaw.discovery.llm.systems import generate_systems, read_layout, write_layout
-from orbitlaw.orbits.provenance import OutputLock, undo_on_failure, write_text_atomic
+from orbitlaw.provenance import OutputLock, undo_on_failure, write_text_atomic
 
 SR_SEEDS = 5
 SR_POINTS = 1000
@@ -142,7 +142,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
     before anything is written, and RuntimeError when every request failed.
     """
-    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
     if concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
@@ -272,7 +272,7 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
     """``orbitlaw llm score``: score answers stored in the reference layout; write ``out`` (JSON). ``sr_rule``: the
     verdict's selection and tolerance (:func:`discover`)."""
     from orbitlaw.discovery.llm.score import score_reference
-    from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+    from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
     out = Path(out)
     if out.suffix != ".json":

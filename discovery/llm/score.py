@@ -20,7 +20,7 @@ import numpy as np
 
 from orbitlaw.discovery.llm.parse import parse_answer
 from orbitlaw.discovery.llm.systems import System, read_layout
-from orbitlaw.orbits.provenance import write_text_atomic
+from orbitlaw.provenance import write_text_atomic
 
 ANSWER_COLUMNS = ("model", "system", "step", "r", "m1", "m2", "F_true", "F_pred", "revealed")
 """answers.csv: r (AU), m1 planet and m2 star mass (M_sun), forces (M_sun AU / yr^2, G = 4 pi^2)."""

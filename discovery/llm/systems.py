@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw.discovery.llm.prompt import REVEALED, STEPS
-from orbitlaw.orbits.provenance import atomic_path
+from orbitlaw.provenance import atomic_path
 
 SPLIT = "llm"
 PRESETS = ("two-body-exoplanet", "two-body")
@@ -95,7 +95,7 @@ def generate_systems(n: int, seed: int, steps: int = STEPS, preset: str = PRESET
 
 def write_layout(directory: Path, systems: list[System], prompts: list[str]) -> None:
     """Write the systems and their prompts in the reference layout (each file atomically)."""
-    from orbitlaw.orbits.provenance import write_text_atomic
+    from orbitlaw.provenance import write_text_atomic
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -63,7 +63,7 @@ def run(args) -> int:
     from orbitlaw.discovery.backends import SearchSettings
     from orbitlaw.discovery.pareto_plot import plot_pareto
     from orbitlaw.discovery.symbolic import discover_to_file
-    from orbitlaw.orbits.provenance import OutputLock
+    from orbitlaw.provenance import OutputLock
 
     out = Path(args.out)
     if out.suffix != ".json":
@@ -83,7 +83,7 @@ def run(args) -> int:
 def _discover(out: Path, args, settings, discover_to_file, plot_pareto) -> dict:
     """The law of ``args.input`` written to ``out`` with its Pareto figure beside it; if the figure cannot be
     written (a full disk), ``out`` is put back as it was before the command, so no law lands without its figure."""
-    from orbitlaw.orbits.provenance import atomic_path
+    from orbitlaw.provenance import atomic_path
 
     before = out.read_bytes() if out.is_file() else None
     law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),

@@ -96,7 +96,7 @@ def run(args) -> int:
     resumes from (a fine-tune checkpoint, finished inductive-bias datasets)."""
     from pathlib import Path
 
-    from orbitlaw.orbits.provenance import OutputLock, undo_on_failure
+    from orbitlaw.provenance import OutputLock, undo_on_failure
 
     out = Path(args.out)
     with OutputLock.beside(out, f"probe output {out}"), \

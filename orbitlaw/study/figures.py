@@ -21,7 +21,7 @@ from orbitlaw.models.attention import ATTENTIONS
 from orbitlaw.models.gpt import GPT
 from orbitlaw.models.inspect import attention_entropy, attention_weights
 from orbitlaw.models.train import read_metrics
-from orbitlaw.orbits.provenance import atomic_path
+from orbitlaw.provenance import atomic_path
 
 DPI = 110
 MAP_TOKENS = 200

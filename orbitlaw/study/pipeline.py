@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from orbitlaw.models.tracking import check_tracker
-from orbitlaw.orbits.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
 from orbitlaw.study.path import answer, run_path, summary

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orbitlaw.orbits.provenance import write_text_atomic
+from orbitlaw.provenance import write_text_atomic
 
 
 def _num(x, fmt=".3f") -> str:

@@ -1,6 +1,6 @@
 """The stages of ``orbitlaw run``, each cached in ``STUDY/stages/<name>.json`` keyed by its config.
 
-A stage's key is its config, the digest of the toolkit's source (``orbitlaw.orbits.provenance.source_digest``: any
+A stage's key is its config, the digest of the toolkit's source (``orbitlaw.provenance.source_digest``: any
 code change, committed or not) and the versions of the dependencies that change results
 (``dependency_versions``). A stage whose marker holds the same key is skipped; one with another key has
 its outputs removed and runs again (so after a code or dependency change the study re-runs rather than
@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from orbitlaw.orbits.provenance import dependency_versions, source_digest, write_json_atomic
+from orbitlaw.provenance import dependency_versions, source_digest, write_json_atomic
 
 
 def _key(config: dict) -> str:

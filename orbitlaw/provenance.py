@@ -1,5 +1,7 @@
-"""Provenance helpers shared by everything that writes an artefact: the code version, the versions of the
-dependencies that change results, a digest of the source, atomic JSON."""
+"""Provenance, atomic writes and locks: what every room uses when it writes an artefact (the code version,
+the versions of the dependencies that change results, a digest of the source, atomic files, output locks).
+
+The toolkit-wide leaf module: every room may import it, and it imports nothing of orbitlaw's."""
 
 from __future__ import annotations
 
@@ -21,6 +23,13 @@ ROOMS = ("orbits", "models", "kernels", "discovery")
 """orbitlaw's rooms (installed as ``orbitlaw.<room>``)."""
 
 
+def _base() -> Path:
+    """The folder that holds the rooms: the checkout's root (rooms beside ``orbitlaw/``) or, in an installed
+    wheel, the ``orbitlaw/`` package itself (rooms inside it)."""
+    here = Path(__file__).resolve().parent
+    return here if (here / "orbits").is_dir() else here.parent
+
+
 
 def code_version() -> str:
     """orbitlaw's version plus the git commit of the source tree when it is a checkout (``+dirty``)."""
@@ -30,7 +39,7 @@ def code_version() -> str:
         version = metadata.version("orbitlaw")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    root = Path(__file__).resolve().parent.parent
+    root = _base()
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
                                 capture_output=True, text=True, timeout=5, check=True).stdout.strip()
@@ -58,7 +67,7 @@ def dependency_versions() -> dict[str, str | None]:
 def _source_files() -> list[tuple[str, Path]]:
     """(name inside the package, file) for every Python source of orbitlaw and its rooms, the same names
     whether the rooms sit beside ``orbitlaw/`` (a checkout) or inside it (an installed wheel)."""
-    base = Path(__file__).resolve().parent.parent  # the checkout's root, or the installed orbitlaw/
+    base = _base()
     rooms = [base / room for room in ROOMS]
     core = base if base.name == "orbitlaw" and (base / "cli.py").is_file() else base / "orbitlaw"
     files = [(f"orbitlaw/{f.relative_to(core)}", f) for f in core.rglob("*.py")
