@@ -64,7 +64,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 # ----------------------------------------------------------------------------------------------------------
 def methods(torch, F, kernels):
     """name -> f(q, k, v) for every benchmarked attention (all causal, (B, H, T, D) -> (B, H, T, D))."""
-    from orbitlaw.kernels.reference import laser_attention, lssa_reference, lssar_reference
+    from orbitlaw.kernels import laser_attention, lssa_reference, lssar_reference
 
     return {
         "sdpa_softmax": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
@@ -93,7 +93,7 @@ def correctness(torch, kernels, device: str, cases) -> list[dict]:
 
     cases: (kind, p, (B, H, T, D), dtype name); errors are max |diff| / max |reference| per tensor.
     """
-    from orbitlaw.kernels.reference import lssa_reference, lssar_reference
+    from orbitlaw.kernels import lssa_reference, lssar_reference
 
     rows = []
     for kind, p, shape, dtype_name in cases:

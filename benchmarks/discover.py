@@ -1,4 +1,4 @@
-"""Benchmark of the law verdict (``orbitlaw.discovery.symbolic.discover_law``): laws x data x noise, k/n over seeds.
+"""Benchmark of the law verdict (``orbitlaw.discovery.sr.symbolic.discover_law``): laws x data x noise, k/n over seeds.
 
 Every cell fits one law on one data set with one noise model, ``--seeds`` independent seeds (each on
 ``--points`` search rows and as many held-out rows drawn from 5,000, best of ``--restarts`` searches), and
@@ -41,13 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-from orbitlaw.discovery.backends import SearchSettings
-from orbitlaw.discovery.symbolic import discover_law
-from orbitlaw.discovery.verdict import VERDICTS
+from orbitlaw.discovery.sr.backends import SearchSettings
+from orbitlaw.discovery.sr.symbolic import DiscoverConfig, discover_law
+from orbitlaw.discovery.sr.verdict import VERDICTS
+from orbitlaw.orbits.constants import G_EXACT as G  # 4 pi^2 AU^3 M_sun^-1 yr^-2
 from orbitlaw.orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
-G = 4 * math.pi**2
 ROWS = 5000
 NEWTON = (-2, 1, 1)
 
@@ -218,6 +218,13 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def rule_of(args, **fields) -> DiscoverConfig:
+    """The search of target ``F`` every cell runs (the benchmark's --points, --restarts, --budget, --selection and
+    --tolerance), with ``fields`` (the seeds, the workers)."""
+    return DiscoverConfig(target="F", points=args.points, restarts=args.restarts, selection=args.selection,
+                          tolerance=args.tolerance, settings=SearchSettings(budget=args.budget), **fields)
+
+
 def retime(out: Path, previous: dict, features: dict, args) -> None:
     """Re-run alone (one process, one fit at a time) every fit of ``previous`` whose recorded CPU time is at
     least ``args.retime`` s, and add a ``retime`` section to ``out``.
@@ -232,10 +239,7 @@ def retime(out: Path, previous: dict, features: dict, args) -> None:
                    if t >= args.retime), reverse=True)
     fits = []
     for recorded, cell, i in slow:
-        law = discover_law(table_of(cell, features), "F", seeds=1, first_seed=i, points=args.points,
-                           restarts=args.restarts,
-                           workers=1, selection=args.selection, tolerance=args.tolerance,
-                           settings=SearchSettings(budget=args.budget))
+        law = discover_law(table_of(cell, features), rule_of(args, seeds=1, first_seed=i, workers=1))
         fit = law["per_seed"][0]
         fits.append({"cell": cell, "seed": i, "cpu_seconds_recorded": recorded, "cpu_seconds_alone": fit["cpu_seconds"],
                      "same_expression": fit["expression"] == results[cell]["per_seed"][i]})
@@ -312,10 +316,7 @@ def main() -> None:
                 cell = f"{law_name}/{data_name}/{noise_name}"
                 if cell in results:
                     continue
-                law = discover_law(table_of(cell, features), "F", seeds=args.seeds, points=args.points,
-                                   restarts=args.restarts,
-                                   workers=args.workers, selection=args.selection, tolerance=args.tolerance,
-                                   settings=SearchSettings(budget=args.budget))
+                law = discover_law(table_of(cell, features), rule_of(args, seeds=args.seeds, workers=args.workers))
                 row = summarise(law_name, law, NOISES[noise_name][0])
                 row.update(law=law_name, data=data_name, noise=noise_name,
                            misses=check(row, need=math.ceil(0.95 * args.seeds)))

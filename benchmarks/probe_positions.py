@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from orbitlaw.discovery.probe import ForceProbe, ProbeConfig, masked_mse, window_columns
+from orbitlaw.discovery.probes.probe import ForceProbe, ProbeConfig, masked_mse, window_columns
 from orbitlaw.models.presets import build_model
 from orbitlaw.provenance import code_version, write_json_atomic
 

@@ -28,9 +28,9 @@ from scipy.optimize import newton
 
 from orbitlaw import orbits
 from orbitlaw.orbits import generate, presets
-from orbitlaw.provenance import code_version, dependency_versions
-from orbitlaw.orbits.systems import G
+from orbitlaw.orbits.constants import G
 from orbitlaw.orbits.tokenizer import TokenizerSpec
+from orbitlaw.provenance import code_version, dependency_versions
 
 FULL_SET = 10_000_000
 SPEC = TokenizerSpec()

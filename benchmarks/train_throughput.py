@@ -78,13 +78,15 @@ def cuda_eval_memory(preset: str, attention: str, T: int) -> int:
 
 
 _MEMORY_PROBE = """
-import sys, torch, models
+import sys, torch
+from orbitlaw import models
 def rss(field):
     for line in open("/proc/self/status"):
         if line.startswith(field):
             return int(line.split()[1]) * 1024
-preset, T, chunk = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-model = models.build_model(preset, attention="lssar", pos="rope", chunk_size=None if chunk == "none" else int(chunk))
+preset, T, query_chunk = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+model = models.build_model(preset, attention="lssar", pos="rope",
+                           chunk_size=None if query_chunk == "none" else int(query_chunk))
 model.eval()
 tokens = torch.randint(0, 7000, (1, T, 2))
 open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark (VmHWM) to the current RSS
@@ -96,9 +98,10 @@ print(rss("VmHWM:") - base)
 """
 
 
-def peak_eval_memory(preset: str, T: int, chunk: int | None) -> int:
-    """Bytes the peak RSS grew by while evaluating LSSAR at T tokens (fresh process)."""
-    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, preset, str(T), str(chunk or "none")],
+def peak_eval_memory(preset: str, T: int, query_chunk: int | None) -> int:
+    """Bytes the peak RSS grew by while evaluating LSSAR at T tokens (fresh process), ``query_chunk`` queries at a
+    time (the memory chunk, ``GPTConfig.chunk_size``; None: all at once)."""
+    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, preset, str(T), str(query_chunk or "none")],
                          capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1])

@@ -15,7 +15,7 @@ import torch
 
 from orbitlaw.kernels.backend import check_triton_inputs, cuda_kernel_supports_power, resolve_backend
 from orbitlaw.kernels.checks import check_p, check_qkv
-from orbitlaw.kernels.reference import lssa_reference, lssar_reference
+from orbitlaw.kernels.lssa.naive import lssa_reference, lssar_reference
 
 
 def _fused_only_full(backend: str, window) -> str:
@@ -42,7 +42,7 @@ def lssa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: s
     if resolve_backend(backend, q) == "torch":
         return lssa_reference(q, k, v, window=window, chunk_size=chunk_size)
     check_triton_inputs(q)
-    from orbitlaw.kernels.lssa_triton import lssa_triton
+    from orbitlaw.kernels.lssa.fused import lssa_triton
 
     return lssa_triton(q, k, v)
 
@@ -72,6 +72,6 @@ def lssar_attention(
     if q.is_cuda and not cuda_kernel_supports_power(p):
         raise ValueError(f"backend='triton' runs LSSAR on CUDA for whole-number p in 1..64 only, got p={p}; "
                          "use backend='auto' or 'torch'")
-    from orbitlaw.kernels.lssar_triton import lssar_triton
+    from orbitlaw.kernels.lssa.fused import lssar_triton
 
     return lssar_triton(q, k, v, p)

@@ -41,22 +41,21 @@ def check_p(p: float) -> float:
     return float(p)
 
 
+def _none_or_at_least_one(name: str, value: int | None) -> int | None:
+    """value when it is None or an int >= 1 (not a bool); else a one-line ValueError naming ``name``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}")
+    return value
+
+
 def check_window(window: int | None) -> int | None:
     """Check a sliding-window length (keys per query, >= 1) or None for full causal attention."""
-    if window is None:
-        return None
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be an int >= 1 or None, got {window!r}")
-    return window
+    return _none_or_at_least_one("window", window)
 
 
 def check_chunk_size(chunk_size: int | None) -> int | None:
     """Check a query chunk length (>= 1) or None for all queries at once."""
-    if chunk_size is None:
-        return None
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an int >= 1 or None, got {chunk_size!r}")
-    return chunk_size
+    return _none_or_at_least_one("chunk_size", chunk_size)
 
 
 def check_backend(backend: str) -> str:

@@ -27,103 +27,53 @@ FLOAT64_CHECKED = ("lssa_forward", "lssar_forward", "coefficients", "dkdv", "dq"
 
 
 def _kernels():
-    from orbitlaw.kernels import lssa_triton, lssar_triton, triton_common
+    from orbitlaw.kernels.lssa import backward, forward, launch
 
     return {
-        "lssa_forward": lssa_triton._lssa_forward_kernel,
-        "lssar_forward": lssar_triton._lssar_forward_kernel,
-        "coefficients": triton_common._bwd_coefficients_kernel,
-        "dkdv": triton_common._bwd_dkdv_kernel,
-        "dq": triton_common._bwd_dq_kernel,
-        "inverse_norms": triton_common._inverse_norms_kernel,
+        "lssa_forward": forward._fwd_kernel,  # with REWEIGHT False
+        "lssar_forward": forward._fwd_kernel,  # with REWEIGHT True
+        "coefficients": backward._bwd_preprocess,
+        "dkdv": backward._bwd_dkdv_kernel,
+        "dq": backward._bwd_dq_kernel,
+        "inverse_norms": launch._inverse_norms_kernel,
     }
+
+
+def _case(name: str, dtype: str, blocks, **constexprs) -> tuple[str, str, dict, int, int]:
+    """One case: the kernel's constexprs with PRECISION None (unless given) and the tiles of blocks."""
+    tiles = {"BLOCK_M": blocks.block_m, "BLOCK_N": blocks.block_n}
+    return name, dtype, {"PRECISION": None, **constexprs, **tiles}, blocks.num_warps, blocks.num_stages
 
 
 def cases(full: bool = False) -> list[tuple[str, str, dict, int, int]]:
     """(kernel name, element dtype, constexprs, num_warps, num_stages) to compile."""
-    from orbitlaw.kernels.triton_common import DKDV_CANDIDATES, DQ_CANDIDATES, FORWARD_CANDIDATES
+    from orbitlaw.kernels.lssa.launch import DKDV_CANDIDATES, DQ_CANDIDATES, FORWARD_CANDIDATES, Blocks
 
-    def tiles(b):
-        return {"BLOCK_M": b.block_m, "BLOCK_N": b.block_n}
-
-    out = []
+    lssa = {"P_INT": 1, "REWEIGHT": False, "NEED_GRAD": False}
+    lssar = {"P_INT": 15, "REWEIGHT": True, "NEED_GRAD": True}
     if not full:
         f, kv, q = FORWARD_CANDIDATES[0], DKDV_CANDIDATES[0], DQ_CANDIDATES[0]
-        prec = {"PRECISION": None}
-        out += [
-            ("lssa_forward", "bf16", {"HEAD_DIM": 64, "P_INT": 1, **prec, **tiles(f)}, f.num_warps, f.num_stages),
-            (
-                "lssar_forward",
-                "bf16",
-                {"HEAD_DIM": 64, "P_INT": 15, "NEED_GRAD": True, **prec, **tiles(f)},
-                f.num_warps,
-                f.num_stages,
-            ),
-            (
-                "lssar_forward",
-                "fp32",
-                {"HEAD_DIM": 32, "P_INT": 0, "NEED_GRAD": False, "PRECISION": "ieee", "BLOCK_M": 32, "BLOCK_N": 32},
-                4,
-                2,
-            ),
+        return [
+            _case("lssa_forward", "bf16", f, HEAD_DIM=64, **lssa),
+            _case("lssar_forward", "bf16", f, HEAD_DIM=64, **lssar),
+            _case("lssar_forward", "fp32", Blocks(32, 32, 4, 2), HEAD_DIM=32, P_INT=0, REWEIGHT=True, NEED_GRAD=False,
+                  PRECISION="ieee"),
             ("coefficients", "bf16", {"HEAD_DIM": 64, "BLOCK_M": 64, "REWEIGHT": True}, 4, 1),
-            (
-                "dkdv",
-                "bf16",
-                {"HEAD_DIM": 64, "P_INT": 15, "REWEIGHT": True, **prec, **tiles(kv)},
-                kv.num_warps,
-                kv.num_stages,
-            ),
-            (
-                "dq",
-                "fp16",
-                {"HEAD_DIM": 128, "P_INT": 3, "REWEIGHT": True, **prec, **tiles(q)},
-                q.num_warps,
-                q.num_stages,
-            ),
-            (
-                "dq",
-                "bf16",
-                {"HEAD_DIM": 64, "P_INT": 1, "REWEIGHT": False, **prec, **tiles(q)},
-                q.num_warps,
-                q.num_stages,
-            ),
+            _case("dkdv", "bf16", kv, HEAD_DIM=64, P_INT=15, REWEIGHT=True),
+            _case("dq", "fp16", q, HEAD_DIM=128, P_INT=3, REWEIGHT=True),
+            _case("dq", "bf16", q, HEAD_DIM=64, P_INT=1, REWEIGHT=False),
             ("inverse_norms", "bf16", {"HEAD_DIM": 128, "BLOCK_M": 64}, 4, 1),
         ]
-        return out
+    out = []
     for dtype in ("bf16", "fp16"):
         for D in (64, 128):
             for b in FORWARD_CANDIDATES:
-                out.append(
-                    (
-                        "lssa_forward",
-                        dtype,
-                        {"HEAD_DIM": D, "P_INT": 1, "PRECISION": None, **tiles(b)},
-                        b.num_warps,
-                        b.num_stages,
-                    )
-                )
-                out.append(
-                    (
-                        "lssar_forward",
-                        dtype,
-                        {"HEAD_DIM": D, "P_INT": 15, "NEED_GRAD": True, "PRECISION": None, **tiles(b)},
-                        b.num_warps,
-                        b.num_stages,
-                    )
-                )
-            for name, cands in (("dkdv", DKDV_CANDIDATES), ("dq", DQ_CANDIDATES)):
-                for b in cands:
+                out += [_case("lssa_forward", dtype, b, HEAD_DIM=D, **lssa),
+                        _case("lssar_forward", dtype, b, HEAD_DIM=D, **lssar)]
+            for name, candidates in (("dkdv", DKDV_CANDIDATES), ("dq", DQ_CANDIDATES)):
+                for b in candidates:
                     for reweight, p_int in ((False, 1), (True, 15)):
-                        out.append(
-                            (
-                                name,
-                                dtype,
-                                {"HEAD_DIM": D, "P_INT": p_int, "REWEIGHT": reweight, "PRECISION": None, **tiles(b)},
-                                b.num_warps,
-                                b.num_stages,
-                            )
-                        )
+                        out.append(_case(name, dtype, b, HEAD_DIM=D, P_INT=p_int, REWEIGHT=reweight))
     return out
 
 

@@ -1,20 +1,15 @@
-"""Plain PyTorch references for causal LSSA, LSSAR and LASER attention.
+"""Plain PyTorch attention machinery shared by every reference, and LASER on top of PyTorch SDPA.
 
-Shapes: q, k, v are (B, H, T, D) (batch, heads, sequence, head dim); every function returns (B, H, T, D)
+Shapes: q, k, v are (B, H, T, D) (batch, heads, sequence, head dim); every attention returns (B, H, T, D)
 in the dtype of its inputs. Positions are 1-based: query i = 1..T attends keys j <= i (and, with a
-sliding ``window`` w, only the last w of them: i - w < j <= i). With a window, the row's key count
-n_i = min(i, w) takes the place of i in the length scale log(i) and in LSSAR's i * A_ij (so a window
-longer than the sequence changes nothing).
+sliding ``window`` w, only the last w of them: i - w < j <= i); the helpers here take 0-based rows.
 
 The references compute in float32 (float64 for float64 inputs). ``chunk_size`` evaluates the queries in
-blocks of that many rows, so at most chunk_size x T scores exist at once; under autograd each chunk is
-checkpointed (recomputed in backward), which keeps training memory at that size too. Chunking does not
-change the result beyond float rounding.
+blocks of that many rows (:func:`run_chunked`), so at most chunk_size x T scores exist at once; under
+autograd each chunk is checkpointed (recomputed in backward), which keeps training memory at that size
+too. Chunking does not change the result beyond float rounding. The LSSA and LSSAR references are in
+``orbitlaw.kernels.lssa.naive``, the weights of every variant in ``orbitlaw.kernels.weights``.
 
-Formulas (science.md section 4), per batch, head and query row i with key count n_i:
-  LSSA:  S_ij = log(d) log(n_i) (q_i/|q_i|) . (k_j/|k_j|);  A_ij = softplus(S_ij) / sum_j softplus(S_ij)
-  LSSAR: R_ij = relu(n_i A_ij - O_i)^p, O_i = 0 for n_i <= 3 else 1;  W_ij = R_ij / sum_j R_ij; a row
-         whose LSSA weights all tie (so all R_ij = 0) keeps its LSSA weights.
   LASER: out = log(softmax(q k^T / sqrt(d)) exp(V - m)) + m, m = per-channel max of V over the sequence
          (no gradient through m).
 """
@@ -28,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from orbitlaw.kernels.checks import check_chunk_size, check_p, check_qkv, check_window
+from orbitlaw.kernels.checks import check_chunk_size, check_qkv, check_window
 
 NORM_EPS = 1e-12
 """Norms are clamped below at this value before q and k are divided by them (as F.normalize)."""
@@ -67,7 +62,7 @@ def key_counts(start: int, stop: int, window: int | None, device, dtype) -> torc
     return n if window is None else n.clamp_max(window)
 
 
-def _run_chunked(
+def run_chunked(
     fn: Callable[..., torch.Tensor], tensors: tuple[torch.Tensor, ...], T: int, chunk_size: int | None
 ) -> torch.Tensor:
     """Concatenate fn(*tensors, start, stop) over query chunks along the sequence dim (checkpointed)."""
@@ -84,133 +79,9 @@ def _run_chunked(
     return torch.cat(outs, dim=-2)
 
 
-def _unit(x: torch.Tensor) -> torch.Tensor:
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
     """x / max(|x|, NORM_EPS) along the last dim, in the reference compute dtype."""
     return F.normalize(x.to(compute_dtype(x.dtype)), dim=-1, eps=NORM_EPS)
-
-
-def _softplus_rows(
-    qn: torch.Tensor, kn: torch.Tensor, start: int, stop: int, window: int | None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Masked softplus(S) for query rows start..stop: (E (B, H, rows, keys), mask, n_i (rows,), key start)."""
-    d = qn.shape[-1]
-    j0 = key_start(start, window)
-    n = key_counts(start, stop, window, qn.device, qn.dtype)
-    mask = attend_mask(start, stop, j0, window, qn.device)
-    scale = (math.log(d) * torch.log(n))[:, None]
-    s = scale * (qn[..., start:stop, :] @ kn[..., j0:stop, :].transpose(-1, -2))
-    e = F.softplus(s).masked_fill(~mask, 0.0)
-    return e, mask, n, j0
-
-
-def _lssa_chunk(
-    qn: torch.Tensor, kn: torch.Tensor, v: torch.Tensor, start: int, stop: int, window: int | None
-) -> torch.Tensor:
-    e, _, _, j0 = _softplus_rows(qn, kn, start, stop, window)
-    a = e / e.sum(dim=-1, keepdim=True)
-    return a @ v[..., j0:stop, :]
-
-
-def _safe_pow(y: torch.Tensor, p) -> torch.Tensor:
-    """y^p for y >= 0, 0 where y == 0, with a finite gradient everywhere (also for p < 1); p a number or a
-    tensor that broadcasts against y (per-row powers)."""
-    pos = y > 0
-    return torch.where(pos, torch.where(pos, y, torch.ones_like(y)) ** p, torch.zeros_like(y))
-
-
-def reweight(e: torch.Tensor, mask: torch.Tensor, n: torch.Tensor, p) -> torch.Tensor:
-    """LSSAR's re-weighting of the row weights ``a = e / sum_j e`` (e >= 0, 0 outside ``mask``).
-
-    R_ij = relu(n_i a_ij - O_i)^p (O_i = 0 for n_i <= 3 else 1), W_ij = R_ij / sum_j R_ij; a row whose
-    weights all tie, or whose largest n_i a_ij - O_i is <= 0 (so that every R_ij = 0), keeps a. The power
-    is taken of relu(n_i a_ij - O_i) divided by its row maximum (values in [0, 1]), so that p = 15 cannot
-    overflow; the factor cancels in the normalisation and carries no gradient.
-
-    Args:
-        e: (B, H, rows, keys) non-negative row weights, unnormalised; mask: (rows, keys) allowed keys;
-        n: (rows,) key counts; p: the power, a number or a (rows, 1) tensor of per-row powers.
-    Returns:
-        (B, H, rows, keys) weights, each row summing to 1.
-    """
-    row_sum = e.sum(dim=-1, keepdim=True)
-    a = e / row_sum
-    offset = (n > 3).to(e.dtype)[:, None]  # O_i
-    n_over_sum = n[:, None] / row_sum
-    x = e * n_over_sum - offset  # n_i A_ij - O_i, computed as the Triton kernel does
-    e_max = e.masked_fill(~mask, -math.inf).amax(dim=-1, keepdim=True)
-    e_min = e.masked_fill(~mask, math.inf).amin(dim=-1, keepdim=True)
-    x_max = e_max * n_over_sum - offset  # the row's largest n_i A_ij - O_i
-    tie = ((e_max == e_min) | (x_max <= 0)).detach()
-    # scale into [0, 1] before the power; the scale cancels in the normalisation, so it carries no gradient
-    inv_scale = torch.where(tie, torch.ones_like(x_max), 1.0 / x_max).detach()
-    r = _safe_pow(torch.relu(x) * inv_scale, p)
-    r_sum = torch.where(tie, torch.ones_like(x_max), r.sum(dim=-1, keepdim=True))
-    return torch.where(tie, a, r / r_sum)
-
-
-def _lssar_chunk(
-    qn: torch.Tensor, kn: torch.Tensor, v: torch.Tensor, start: int, stop: int, window: int | None, p: float
-) -> torch.Tensor:
-    e, mask, n, j0 = _softplus_rows(qn, kn, start, stop, window)
-    return reweight(e, mask, n, p) @ v[..., j0:stop, :]
-
-
-def lssa_reference(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    window: int | None = None,
-    chunk_size: int | None = None,
-) -> torch.Tensor:
-    """Causal length-scaled softplus attention (LSSA) in plain PyTorch.
-
-    Args:
-        q, k, v: (B, H, T, D) queries, keys, values (any float dtype, one device).
-        window: optional sliding window (keys per query); None for full causal attention.
-        chunk_size: optional number of query rows evaluated at once (memory chunk_size x T).
-    Returns:
-        (B, H, T, D) attention output in the input dtype.
-    """
-    _, _, T, _ = check_qkv(q, k, v)
-    window, chunk_size = check_window(window), check_chunk_size(chunk_size)
-    qn, kn, vc = _unit(q), _unit(k), v.to(compute_dtype(v.dtype))
-
-    def chunk(qn_, kn_, v_, start, stop):
-        return _lssa_chunk(qn_, kn_, v_, start, stop, window)
-
-    return _run_chunked(chunk, (qn, kn, vc), T, chunk_size).to(q.dtype)
-
-
-def lssar_reference(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    p: float = 15.0,
-    window: int | None = None,
-    chunk_size: int | None = None,
-) -> torch.Tensor:
-    """Causal LSSA with re-weighting (LSSAR) of power p in plain PyTorch.
-
-    The power is taken of relu(n_i A_ij - O_i) divided by its row maximum (values in [0, 1]), so large p
-    (the paper's 15) cannot overflow; the factor cancels in the normalisation.
-
-    Args:
-        q, k, v: (B, H, T, D) queries, keys, values (any float dtype, one device).
-        p: re-weighting power, > 0 (3 and 15 in the paper; p -> infinity tends to argmax).
-        window: optional sliding window (keys per query); None for full causal attention.
-        chunk_size: optional number of query rows evaluated at once (memory chunk_size x T).
-    Returns:
-        (B, H, T, D) attention output in the input dtype.
-    """
-    _, _, T, _ = check_qkv(q, k, v)
-    p = check_p(p)
-    window, chunk_size = check_window(window), check_chunk_size(chunk_size)
-    qn, kn, vc = _unit(q), _unit(k), v.to(compute_dtype(v.dtype))
-
-    def chunk(qn_, kn_, v_, start, stop):
-        return _lssar_chunk(qn_, kn_, v_, start, stop, window, p)
-
-    return _run_chunked(chunk, (qn, kn, vc), T, chunk_size).to(q.dtype)
 
 
 def laser_attention(
@@ -253,7 +124,7 @@ def laser_attention(
                 q_[..., start:stop, :], k_[..., j0:stop, :], ev_[..., j0:stop, :], attn_mask=mask
             )
 
-        mixed = _run_chunked(chunk, (qw, kw, ev), T, chunk_size)
+        mixed = run_chunked(chunk, (qw, kw, ev), T, chunk_size)
     tiny = torch.finfo(work).tiny
     out = torch.log(mixed.clamp_min(tiny)) + m
     underflow = (mixed.detach() < tiny).any(dim=-1)  # (B, H, T): rows the shift cannot represent

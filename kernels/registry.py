@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from orbitlaw.kernels import weights as w
 from orbitlaw.kernels.attention import lssa_attention, lssar_attention
 from orbitlaw.kernels.checks import check_chunk_size, check_p, check_qkv, check_window
-from orbitlaw.kernels.reference import _run_chunked, attend_mask, compute_dtype, laser_attention, query_chunks
+from orbitlaw.kernels.reference import attend_mask, compute_dtype, laser_attention, query_chunks, run_chunked
 
 
 def _sdpa_softmax(q, k, v, p, window, chunk_size):
@@ -121,7 +121,7 @@ def reference(name: str, q, k, v, p: float = 15.0, window: int | None = None, ch
         weights, j0 = spec.weights(q_, k_, start, stop, window, p)
         return weights @ v_[..., j0:stop, :]
 
-    out = _run_chunked(chunk, (qc, kc, vc), T, chunk_size)
+    out = run_chunked(chunk, (qc, kc, vc), T, chunk_size)
     if spec.laser:
         out = torch.log(out.clamp_min(torch.finfo(dtype).tiny)) + m
     return out.to(q.dtype)

@@ -24,7 +24,7 @@ s_ij = q_i . k_j / sqrt(d) and length-scaled cosine scores S_ij = log(d) log(n_i
 ``lssar-adaptive``   LSSAR whose power grows with the row's length: p_i = max(1, p log n_i / log 1024)
 ==================  =========================================================================================
 
-Re-weighting (``orbitlaw.kernels.reference.reweight``) of row weights a_ij (summing to 1): R_ij =
+Re-weighting (``orbitlaw.kernels.lssa.naive.reweight``) of row weights a_ij (summing to 1): R_ij =
 relu(n_i a_ij - O_i)^p with O_i = 0 for n_i <= 3 else 1, then W_ij = R_ij / sum_j R_ij; a row whose weights
 all tie, or whose largest n_i a_ij - O_i is <= 0 (so that every R_ij = 0), keeps a_ij.
 
@@ -42,7 +42,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from orbitlaw.kernels.reference import NORM_EPS, attend_mask, key_counts, key_start, reweight
+from orbitlaw.kernels.lssa.naive import reweight
+from orbitlaw.kernels.reference import NORM_EPS, attend_mask, key_counts, key_start
 
 ADAPTIVE_P_KEYS = 1024
 """``lssar-adaptive``: the row length at which its power is ``p`` (the write-up's training context)."""

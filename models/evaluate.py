@@ -21,8 +21,8 @@ import torch
 
 from orbitlaw import orbits
 from orbitlaw.models import checkpoint
+from orbitlaw.models.batches import check_vocab, make_batch, regression_batch
 from orbitlaw.models.gpt import GPT, GPTConfig
-from orbitlaw.models.train import check_vocab, make_batch
 from orbitlaw.provenance import code_version, dependency_versions, inside, write_json_atomic
 
 
@@ -106,8 +106,6 @@ def regression_metrics(model: GPT, split, n_seq: int, batch: int, context: int, 
     chunked model: one fixed window per sequence, ending where its training windows end, with its training
     loss's targets), beside the no-physics predictors on the same targets (those whose body has two earlier
     positions in the input)."""
-    from orbitlaw.models.train import regression_batch
-
     bodies = int(np.asarray(split.n_planets)[0]) + 1
     total, count = 0.0, 0
     errs = {"model": [], "repeat_last": [], "constant_velocity": []}

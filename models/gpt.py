@@ -6,8 +6,9 @@ absolute positions are added (or rotary embeddings applied to q and k); pre-Laye
 pluggable causal attention and a GELU MLP; one untied head of 2 x vocab logits. Output: logits
 (B, T, 2, vocab) and, given targets, the mean cross-entropy over both coordinates (pad targets ignored).
 
-``arch`` swaps the transformer blocks for LSTM, RNN or Mamba blocks (``orbitlaw.models.recurrent``), the
-reference's baselines; embeddings, head and everything around them stay the same.
+``arch`` swaps the transformer blocks (``orbitlaw.models.transformer``) for another core of
+``orbitlaw.models.architectures`` (LSTM, RNN or Mamba blocks, the reference's baselines); embeddings, head and
+everything around them stay the same, so the class is the sequence model of every core.
 
 The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE. Its
 ``inputs`` and ``outputs`` can each be the tokeniser's bins instead (``"bins"``: ``num_bins`` uniform bins over
@@ -16,13 +17,14 @@ bin ids through the token embeddings, or the next position is predicted as a dis
 cross-entropy. The data stay continuous, so each of these changes alone turns the control GPT, one step at a
 time, into a GPT over the toolkit's tokens (``orbitlaw.study.path``).
 
-A chunked model (``chunk`` = L tokens) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut
+A model with a model window (``chunk`` = L tokens; see :class:`GPTConfig` for the three kinds of window
+and chunk) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut
 into chunks of W steps) and reads a longer input the same way: the state at position e is the model's state
 at the last position of the window of tokens e - L + 1 .. e (the first L - 1 positions read the prefix
 0 .. e), so every position sees exactly what a training window showed it, no more. Its training windows
 end at a planet's token (``window_end="planet"``) or at the last token of a step, the star's
 (``"step"``: the window's last prediction is then a planet's next position); every probe reads a planet
-step at the token the windows end at (``orbitlaw.discovery.probe_data.read_token``). ``window_loss``:
+step at the token the windows end at (``orbitlaw.discovery.probes.probe_data.read_token``). ``window_loss``:
 the training loss covers every position of a window (``"all"``) or only its last prediction (``"last"``,
 the one made with the whole window in view).
 """
@@ -36,8 +38,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from orbitlaw.models.attention import ATTENTIONS, attend
-from orbitlaw.models.recurrent import ARCHS, make_block
+from orbitlaw.models import architectures
+from orbitlaw.models.attention import ATTENTIONS
+from orbitlaw.models.transformer import rope_tables
+from orbitlaw.validate import FieldError, at_least, positive
 
 WINDOW_ENDS = ("planet", "step")
 WINDOW_LOSSES = ("all", "last")
@@ -46,6 +50,20 @@ READOUTS = ("positions", "bins")  # a regression model's inputs and outputs: AU,
 
 @dataclass
 class GPTConfig:
+    """The model's settings, saved as the ``model`` object of a run's config.json (the field names are that
+    file's keys, so they stay as they are).
+
+    Three ideas share the words "window" and "chunk" in the field names; each has one name in the code:
+
+    - the *model window* (``chunk``, in tokens; with it ``window_end`` and ``window_loss``): how many past
+      tokens a position may read at all. A model with one is trained on windows of that many tokens and reads
+      any longer input window by window (module docstring). ``TrainConfig.chunk_steps`` sets it in steps.
+    - the *attention window* (``window``, in tokens): sliding-window attention, each query attends to the
+      last ``window`` keys only; the blocks still pass information further along, layer by layer.
+    - the *memory chunk* (``chunk_size``, in queries): the attention is evaluated that many queries at a time
+      so that at most chunk_size x T scores exist at once; the output is the same, only memory changes.
+    """
+
     vocab_size: int = 7003
     block_size: int = 999
     n_layer: int = 12
@@ -55,44 +73,41 @@ class GPTConfig:
     dropout: float = 0.0
     attention: str = "softmax"
     p: float = 15.0
-    window: int | None = None
+    window: int | None = None  # the attention window (tokens); None: every earlier key
     pos: str = "learned"
     rope_base: float = 10000.0
     regression: bool = False
     pad_id: int | None = 7002
-    chunk_size: int | None = None
+    chunk_size: int | None = None  # the memory chunk (queries evaluated at once); None: all of them
     embed_init: str = "normal"
     num_bins: int | None = None  # position ids 0..num_bins-1; None: vocab_size - 3 (2 time steps, pad)
-    chunk: int | None = None  # tokens a position may read (a chunked model, see the module docstring)
-    arch: str = "gpt"  # the core: transformer blocks, or lstm / rnn / mamba blocks (models.recurrent)
-    window_end: str = "planet"  # a chunked model's windows end at a planet's token or at the step's last
-    window_loss: str = "all"  # a chunked model's loss: every window position, or the last prediction only
+    chunk: int | None = None  # the model window (tokens a position may read); None: the whole input
+    arch: str = "gpt"  # the core, one of orbitlaw.models.architectures.ARCHITECTURES
+    window_end: str = "planet"  # model windows end at a planet's token or at the step's last
+    window_loss: str = "all"  # a model window's loss: every position, or the last prediction only
     inputs: str = "positions"  # a regression model reads positions in AU, or their bin ids ("bins")
     outputs: str = "positions"  # ... predicts the next position in AU (MSE), or its bins (cross-entropy)
     bin_lo: float = -50.0  # the bins' range in AU (num_bins of them: position_bins)
     bin_hi: float = 50.0
 
     def validate(self) -> None:
+        at_least(self, 1, "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "window")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
-        if not self.p > 0:
-            raise ValueError(f"re-weighting power p must be > 0, got {self.p}")
+        positive(self, "p")
         if self.embed_init not in ("normal", "fourier"):
             raise ValueError(f"unknown embedding init {self.embed_init!r}; choose normal or fourier")
         if not 1 <= self.position_bins <= self.vocab_size:
             raise ValueError(f"num_bins must be in 1..vocab_size ({self.vocab_size}), got {self.position_bins}")
-        if self.arch not in ARCHS:
-            raise ValueError(f"unknown architecture {self.arch!r}; choose one of {', '.join(ARCHS)}")
+        core = architectures.get(self.arch)
         if self.pos not in ("learned", "rope", "none"):
             raise ValueError(f"unknown position encoding {self.pos!r}; choose learned, rope or none")
-        if self.pos == "rope" and self.arch != "gpt":
+        if self.pos == "rope" and not core.has_attention:
             raise ValueError(f"rope rotates attention queries and keys; a {self.arch} model has none (use none)")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
         if self.pos == "rope" and (self.n_embd // self.n_head) % 2:
             raise ValueError("rope needs an even head dimension")
-        if self.window is not None and self.window < 1:
-            raise ValueError(f"window must be >= 1, got {self.window}")
         if self.window_end not in WINDOW_ENDS:
             raise ValueError(f"unknown window end {self.window_end!r}; choose {' or '.join(WINDOW_ENDS)}")
         if self.window_loss not in WINDOW_LOSSES:
@@ -108,10 +123,7 @@ class GPTConfig:
         if not self.bin_hi > self.bin_lo:
             raise ValueError(f"bin range must have bin_hi > bin_lo, got [{self.bin_lo}, {self.bin_hi})")
         if self.chunk is not None and not 1 <= self.chunk <= self.block_size:
-            raise ValueError(f"chunk must be between 1 and block_size ({self.block_size}), got {self.chunk}")
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
+            raise FieldError("chunk", f"must be between 1 and block_size ({self.block_size}), got {self.chunk}")
 
     @property
     def position_bins(self) -> int:
@@ -150,67 +162,9 @@ def fourier_features(num_bins: int, d: int) -> torch.Tensor:
     return out.float()
 
 
-def rope_tables(T: int, head_dim: int, base: float, device, dtype=torch.float32):
-    """cos and sin tables (T, head_dim / 2) of rotary position embeddings, positions 0..T-1."""
-    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
-    angles = torch.arange(T, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
-    return angles.cos().to(dtype), angles.sin().to(dtype)
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate pairs (x[..., 2i], x[..., 2i+1]) of x (B, H, T, D) by the position angles."""
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
-    return out.flatten(-2)
-
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.config = config
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
-        self.resid_dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x: torch.Tensor, rope=None) -> torch.Tensor:
-        B, T, C = x.shape
-        H = self.config.n_head
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
-        if rope is not None:
-            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        c = self.config
-        y = attend(c.attention, q, k, v, p=c.p, window=c.window, chunk_size=c.chunk_size)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
-
-
-class MLP(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
-
-
-class Block(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.mlp = MLP(config)
-
-    def forward(self, x, rope=None):
-        x = x + self.attn(self.ln_1(x), rope)
-        return x + self.mlp(self.ln_2(x))
-
-
 class GPT(nn.Module):
-    """GPT over (x, y) pair tokens; ``forward(tokens, targets=None) -> (logits, loss)``."""
+    """The sequence model over (x, y) pair tokens; ``forward(tokens, targets=None) -> (logits, loss)``. Named
+    after its default core: ``config.arch`` picks any core of ``orbitlaw.models.architectures``."""
 
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -227,9 +181,8 @@ class GPT(nn.Module):
         if config.pos == "learned":
             self.wpe = nn.Embedding(config.block_size, d)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config) if config.arch == "gpt" else
-                                    make_block(config.arch, d, config.bias, config.dropout)
-                                    for _ in range(config.n_layer))
+        core = architectures.get(config.arch)
+        self.blocks = nn.ModuleList(core.block(config) for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(d, bias=config.bias)
         out = (2 * config.vocab_size if not config.regression else
                2 * config.position_bins if config.outputs == "bins" else 2)
@@ -297,16 +250,18 @@ class GPT(nn.Module):
 
     def hidden_states(self, tokens: torch.Tensor, at: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d), or
-        (B, P, d) at just the P positions ``at`` (sorted, unique int64): a chunked model then reads only the
-        windows ending there. A chunked model reads an input longer than its chunk window by window (module
+        (B, P, d) at just the P positions ``at`` (sorted, unique int64): a model with a model window then reads
+        only the windows ending there. It reads an input longer than its model window window by window (module
         docstring)."""
         L = self.config.chunk
         if L is not None and tokens.shape[1] > L:
-            return self._chunked_states(tokens, L, at)
+            return self._model_window_states(tokens, L, at)
         states = self._states(tokens)
         return states if at is None else [s[:, at] for s in states]
 
-    def _chunked_states(self, tokens: torch.Tensor, L: int, at: torch.Tensor | None) -> list[torch.Tensor]:
+    def _model_window_states(self, tokens: torch.Tensor, L: int, at: torch.Tensor | None) -> list[torch.Tensor]:
+        """The states of a model with a model window of L tokens: each position read through the window that
+        ends there (module docstring)."""
         B, T = tokens.shape[:2]
         ends = torch.arange(T, device=tokens.device) if at is None else at.to(tokens.device)
         prefix, tail_ends = ends[ends < L - 1], ends[ends >= L - 1]  # positions 0 .. L - 2 read a prefix

@@ -27,7 +27,8 @@ from __future__ import annotations
 import torch
 
 from orbitlaw.kernels import registry
-from orbitlaw.models.gpt import GPT, CausalSelfAttention, apply_rope
+from orbitlaw.models.gpt import GPT
+from orbitlaw.models.transformer import CausalSelfAttention, apply_rope
 
 
 @torch.no_grad()

@@ -1,5 +1,5 @@
 """What every optimisation loop of the toolkit shares (pretraining in ``orbitlaw.models.train``, the force probe's
-fine-tune in ``orbitlaw.discovery.probe``): the forward precision, the AdamW parameter groups, the learning-rate
+fine-tune in ``orbitlaw.discovery.probes.probe``): the forward precision, the AdamW parameter groups, the learning-rate
 schedule, and stopping on a signal with a checkpoint saved."""
 
 from __future__ import annotations

@@ -28,31 +28,32 @@ import torch.nn.functional as F
 
 from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.validate import at_least
 
 DIGITS, KEY, QUERY, VOCAB = 10, 10, 20, 21
 
 
 @dataclass
 class PasskeyConfig:
+    """One passkey run: the attention under test, the task, the optimisation and the model's size."""
+
     attention: str = "softmax"
     p: float = 15.0
     seed: int = 0
-    train_length: int = 32
-    steps: int = 400
+    train_length: int = 32  # tokens per training sequence (at least 8)
+    steps: int = 400  # optimiser steps of ``batch`` sequences, AdamW at peak ``lr``
     batch: int = 32
     lr: float = 3e-3
-    n_layer: int = 2
+    n_layer: int = 2  # the GPT's depth, heads and width
     n_head: int = 2
     n_embd: int = 64
-    test_multiples: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])
-    test_samples: int = 200
+    test_multiples: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])  # test lengths / train_length
+    test_samples: int = 200  # fresh test sequences per length
 
     def validate(self) -> None:
         if self.train_length < 8:
             raise ValueError(f"train-length must be at least 8 tokens, got {self.train_length}")
-        for name in ("steps", "batch", "test_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        at_least(self, 1, "steps", "batch", "test_samples")
         if not self.test_multiples or min(self.test_multiples) < 1:
             raise ValueError(f"test multiples must be >= 1, got {self.test_multiples}")
 

@@ -1,21 +1,22 @@
-"""Model presets. ``gpt-109m`` is exactly the reference model of Vafa et al. (2025): nanoGPT GPT-2 small
-over pair tokens, 108.53M parameters. ``small`` fits one GPU (about 22M), ``tiny`` trains on 2 CPU
-cores within minutes (4.1M parameters, most of them in the two embedding tables and the 2 x 7003 head;
-its context is the first 256 tokens of each sequence, since the 14006 logits per token dominate the
-cost on a CPU). ``tiny`` starts its bin embeddings and head at Fourier features of the bin centres
+"""Model sizes (``MODEL_SIZES``, ``orbitlaw train --preset``). ``gpt-109m`` is exactly the reference model of
+Vafa et al. (2025): nanoGPT GPT-2 small over pair tokens, 108.53M parameters. ``small`` fits one GPU (about
+22M), ``tiny`` trains on 2 CPU cores within minutes (4.1M parameters, most of them in the two embedding tables
+and the 2 x 7003 head; its context is the first 256 tokens of each sequence, since the 14006 logits per token
+dominate the cost on a CPU). ``tiny`` starts its bin embeddings and head at Fourier features of the bin centres
 (``embed_init="fourier"``, see ``GPT._fourier_init``): with the normal init a tiny model spends its
 minutes learning the order of 7000 bins one by one (``benchmarks/tiny_convergence.py`` compares both).
 ``control`` is the positive control's regression GPT (science.md sections 7-8, after Liu et al. 2026):
 continuous (x, y) positions in AU in, MSE out, 2 layers, width 32, one head (25.8k parameters trained on
-chunks of W = 3 steps, ``TrainConfig.chunk_steps``; 32.0k reading 200 positions whole)."""
+model windows of W = 3 steps, ``TrainConfig.chunk_steps``; 32.0k reading 200 positions whole)."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 
+from orbitlaw.models import architectures
 from orbitlaw.models.gpt import GPT, GPTConfig
 
-PRESETS: dict[str, dict] = {
+MODEL_SIZES: dict[str, dict] = {
     "gpt-109m": {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 999, "pos": "learned"},
     "small": {"n_layer": 6, "n_head": 6, "n_embd": 384, "block_size": 999},
     "tiny": {"n_layer": 2, "n_head": 4, "n_embd": 128, "block_size": 256, "embed_init": "fourier"},
@@ -24,19 +25,19 @@ PRESETS: dict[str, dict] = {
 
 
 def model_config(preset: str, attention: str = "softmax", arch: str = "gpt", **overrides) -> GPTConfig:
-    """The GPTConfig of ``preset`` with ``attention`` and any GPTConfig field overridden (validated).
+    """The GPTConfig of model size ``preset`` with ``attention`` and any GPTConfig field overridden (validated).
 
-    Every preset applies to every ``arch`` (same width, depth, embeddings and head; only the core blocks
-    differ, see ``orbitlaw.models.recurrent``); a recurrent or state-space core reads positions in order and
+    Every size applies to every ``arch`` (same width, depth, embeddings and head; only the core blocks
+    differ, see ``orbitlaw.models.architectures``); a core with a recurrent state reads positions in order and
     takes no position embedding (``pos="none"``) unless ``pos`` is given."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if preset not in MODEL_SIZES:
+        raise ValueError(f"unknown model preset {preset!r}; choose one of {', '.join(MODEL_SIZES)}")
     known = {f.name for f in fields(GPTConfig)}
     unknown = set(overrides) - known
     if unknown:
         raise ValueError(f"unknown model setting(s) {', '.join(sorted(unknown))}")
-    base = {**PRESETS[preset], "attention": attention, "arch": arch}
-    if arch != "gpt":
+    base = {**MODEL_SIZES[preset], "attention": attention, "arch": arch}
+    if architectures.get(arch).recurrent_state:
         base["pos"] = "none"
     config = GPTConfig(**{**base, **overrides})
     config.validate()

@@ -3,7 +3,7 @@ al. 2025 compare GPT with RNN, LSTM and Mamba models).
 
 Each block is a drop-in replacement for the transformer block (``forward(x, rope=None)``, x (B, T, d) ->
 (B, T, d), causal), so the model keeps the GPT's embeddings, head, trainer, checkpoints and probes; only
-the core differs (``GPTConfig.arch``):
+the core differs (``GPTConfig.arch``, one record per core in ``orbitlaw.models.architectures``):
 
 - ``lstm`` / ``rnn``: pre-LayerNorm residual blocks, x + W LSTM(LN(x)) (or a tanh RNN; W a d x d output
   projection initialised small like the transformer's residual projections, so the untrained block starts
@@ -25,19 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-ARCHS = ("gpt", "lstm", "rnn", "mamba")
-"""Sequence-model cores (``orbitlaw train --arch``)."""
-
-
-class FeedForward(nn.Module):
-    def __init__(self, d: int, bias: bool, dropout: float):
-        super().__init__()
-        self.c_fc = nn.Linear(d, 4 * d, bias=bias)
-        self.c_proj = nn.Linear(4 * d, d, bias=bias)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+from orbitlaw.models.transformer import MLP
 
 
 class RecurrentBlock(nn.Module):
@@ -50,7 +38,7 @@ class RecurrentBlock(nn.Module):
         self.rnn = cell(d, d, batch_first=True, bias=bias)
         self.c_proj = nn.Linear(d, d, bias=bias)
         self.ln_2 = nn.LayerNorm(d, bias=bias)
-        self.mlp = FeedForward(d, bias, dropout)
+        self.mlp = MLP(d, bias, dropout)
 
     def forward(self, x: torch.Tensor, rope=None) -> torch.Tensor:
         out, _ = self.rnn(self.ln_1(x))
@@ -115,11 +103,3 @@ class MambaBlock(nn.Module):
                            self.D.float()).to(u.dtype)
         return x + self.out_proj(y * F.silu(z))
 
-
-def make_block(arch: str, d: int, bias: bool, dropout: float) -> nn.Module:
-    """The core block of a non-transformer ``arch`` (``lstm``, ``rnn`` or ``mamba``)."""
-    if arch in ("lstm", "rnn"):
-        return RecurrentBlock(d, arch, bias, dropout)
-    if arch == "mamba":
-        return MambaBlock(d, bias)
-    raise ValueError(f"unknown architecture {arch!r}; choose one of {', '.join(ARCHS)}")

@@ -163,8 +163,8 @@ def write_rollout(run, data, out, split: str | None = None, index: int = 0, prom
     from pathlib import Path
 
     from orbitlaw import orbits
+    from orbitlaw.models.distributed import resolve_device
     from orbitlaw.models.evaluate import load_run
-    from orbitlaw.models.train import resolve_device
     from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
     out = Path(out)

@@ -53,9 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
     for name in commands():
         importlib.import_module(f"orbitlaw.commands.{name}").add_parser(sub)
     for command in sub.choices.values():
-        flags = {a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings}
-        command.set_defaults(flags=flags | (command.get_default("field_flags") or {}))
+        _name_flags(command)
     return parser
+
+
+def _name_flags(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and every sub-command below it a ``flags`` default, {config field: its flag}: the flag
+    whose ``dest`` is the field, or the command's ``field_flags`` where the names differ. The innermost
+    command's defaults win, so ``orbitlaw llm run`` names ``llm run``'s flags."""
+    flags = {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
+    parser.set_defaults(flags=flags | (parser.get_default("field_flags") or {}))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                _name_flags(command)
 
 
 def _field_message(args, exc: FieldError) -> str:

@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from orbitlaw.orbits.systems import G, SystemBatch
+from orbitlaw.orbits.constants import G
+from orbitlaw.orbits.systems import SystemBatch
 
 FORCE_LAWS = ("newton", "power", "yukawa")
 

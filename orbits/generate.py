@@ -11,6 +11,7 @@ import math
 import numba
 import numpy as np
 
+from orbitlaw.orbits.constants import G
 from orbitlaw.orbits.kepler import (
     SEGMENT,
     _orbit_state,
@@ -20,7 +21,7 @@ from orbitlaw.orbits.kepler import (
     _warm_started,
     _warm_step,
 )
-from orbitlaw.orbits.systems import G, SystemBatch
+from orbitlaw.orbits.systems import SystemBatch
 from orbitlaw.orbits.tokenizer import TokenizerSpec, _bin
 
 

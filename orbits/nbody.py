@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orbitlaw.orbits.systems import G, SystemBatch
+from orbitlaw.orbits.constants import G
+from orbitlaw.orbits.systems import SystemBatch
 
 
 def _rebound():

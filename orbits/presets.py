@@ -1,7 +1,10 @@
-"""Dataset presets: the priors over planetary systems, one sampler each.
+"""Dataset presets: the priors over planetary systems, one record each.
 
-Every preset is a set of generator parameters (overridable from a JSON config, validated) and a
-sampler ``sample(rng, n, params) -> SystemBatch``. Units: AU, years, solar masses.
+Every preset is one :class:`PresetRecord` in ``RECORDS``: its generator parameters (overridable from a JSON
+config, :func:`preset_params`), their validation, its sampler ``sample(rng, n, params) -> SystemBatch`` and its
+traits (whether it stores states, is a real system, a force-probe set, interacting). Adding a preset is adding
+a record (and its name to ``orbitlaw/commands/_choices.py``, which the parser reads without numba). Units: AU,
+years, solar masses.
 
 - ``vafa2025``: the reference pretraining distribution of Vafa et al. (2025). Priors fitted to the NASA
   exoplanet table (numbers below, fitted with scipy as the reference does); 1-10 planets; a ~ U(0.3, 32) AU;
@@ -42,7 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from orbitlaw.orbits import forcelaw, kepler
-from orbitlaw.orbits.systems import G, SystemBatch, empty_batch
+from orbitlaw.orbits.constants import G
+from orbitlaw.orbits.systems import SystemBatch, empty_batch
 from orbitlaw.orbits.tokenizer import TIME_STEPS
 
 # scipy.stats.gamma.fit on the planet masses (M_sun) below their 90th percentile, and
@@ -71,37 +75,8 @@ _PRIORS = {
     "e_max": kepler.E_MAX,
     "com_sigma": 1.0,
 }
-DEFAULTS: dict[str, dict] = {
-    "vafa2025": {**_COMMON, **_PRIORS, "planets": [1, 10],
-                 "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
-                 "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0],
-                 "freeze_star": True},
-    "two-body-exoplanet": {**_COMMON, **_PRIORS, "planets": [1, 1],
-                           "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
-                           "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
-    "two-body": {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
-    "binary": {"seq_len": 201, "steps": 100, **_PRIORS, "a_range": [4.0, 6.0], "e_max": 0.3, "planets": [1, 1],
-               "mass_loguniform": [0.2, 1.0], "time_step_index": 1, "force_law": {"kind": "newton"}},
-    "solar-system": {**_COMMON, "time_step_index": 1, "star_mass": 1.0, "together": False,
-                     "planets": [list(p) for p in SOLAR_SYSTEM]},
-    "nbody": {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3,
-              "planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
-              "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]},
-}
-PRESETS = tuple(DEFAULTS)
-
-
-def preset_params(preset: str, overrides: dict | None = None) -> dict:
-    """The preset's generator parameters with ``overrides`` applied and validated."""
-    if preset not in DEFAULTS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    params = copy.deepcopy(DEFAULTS[preset])
-    for key, value in (overrides or {}).items():
-        if key not in params:
-            raise ValueError(f"unknown parameter {key!r} for preset {preset}; known: {', '.join(params)}")
-        params[key] = value
-    _validate(preset, params)
-    return params
+_EXOPLANET_MASSES = {"planet_mass_gamma": list(PLANET_MASS_GAMMA), "planet_mass_clip": [1e-9, 1e-3],
+                     "star_mass_lognorm": list(STAR_MASS_LOGNORM), "star_mass_clip": [0.1, 5.0]}
 
 
 def _is_number(x) -> bool:
@@ -131,30 +106,30 @@ def _positive_range(params: dict, key: str, what: str) -> None:
         raise ValueError(f"{key} must be an increasing range of positive {what}, got {params[key]}")
 
 
-def _validate(preset: str, p: dict) -> None:
-    _integer(p, "seq_len", 2)
-    _integer(p, "steps", 1)
-    if preset == "solar-system":
-        if not isinstance(p["together"], bool):
-            raise ValueError("together must be true or false")
-        if _integer(p, "time_step_index", 0) >= len(TIME_STEPS):
-            raise ValueError(f"time_step_index must be < {len(TIME_STEPS)}")
-        if not isinstance(p["planets"], list) or not p["planets"]:
-            raise ValueError("planets must be a non-empty list of [name, mass, a, e, perihelion, mean longitude]")
-        for row in p["planets"]:
-            if not isinstance(row, (list, tuple)) or len(row) != 6 or not all(map(_is_number, row[1:])):
-                raise ValueError(f"planet {row!r} must be [name, mass (M_sun), a (AU), e, longitude of "
-                                 "perihelion (deg), mean longitude (deg)]")
-        for name, mass, a, e, *_ in p["planets"]:
-            if not mass > 0:
-                raise ValueError(f"planet {name}: mass must be positive, got {mass}")
-            if not a > 0:
-                raise ValueError(f"planet {name}: semi-major axis must be positive, got {a}")
-            if not 0 <= e < 1:
-                raise ValueError(f"planet {name}: eccentricity {e} is not in [0, 1): orbit not elliptic")
-        if not (_is_number(p["star_mass"]) and p["star_mass"] > 0):
-            raise ValueError(f"star_mass must be positive, got {p['star_mass']}")
-        return
+def _validate_real_system(p: dict) -> None:
+    """The parameters of a preset of named real planets (``real_system``): rows of ``planets``, the star."""
+    if not isinstance(p["together"], bool):
+        raise ValueError("together must be true or false")
+    _time_step_index(p)
+    if not isinstance(p["planets"], list) or not p["planets"]:
+        raise ValueError("planets must be a non-empty list of [name, mass, a, e, perihelion, mean longitude]")
+    for row in p["planets"]:
+        if not isinstance(row, (list, tuple)) or len(row) != 6 or not all(map(_is_number, row[1:])):
+            raise ValueError(f"planet {row!r} must be [name, mass (M_sun), a (AU), e, longitude of "
+                             "perihelion (deg), mean longitude (deg)]")
+    for name, mass, a, e, *_ in p["planets"]:
+        if not mass > 0:
+            raise ValueError(f"planet {name}: mass must be positive, got {mass}")
+        if not a > 0:
+            raise ValueError(f"planet {name}: semi-major axis must be positive, got {a}")
+        if not 0 <= e < 1:
+            raise ValueError(f"planet {name}: eccentricity {e} is not in [0, 1): orbit not elliptic")
+    if not (_is_number(p["star_mass"]) and p["star_mass"] > 0):
+        raise ValueError(f"star_mass must be positive, got {p['star_mass']}")
+
+
+def _validate_priors(p: dict) -> None:
+    """The parameters of a preset that draws its systems from priors: planet counts, orbits and masses."""
     lo, hi = _numbers(p, "planets", 2, integer=True)
     if not 1 <= lo <= hi:
         raise ValueError(f"planets must be a range [min, max] with 1 <= min <= max, got {p['planets']}")
@@ -165,8 +140,8 @@ def _validate(preset: str, p: dict) -> None:
     if min(_numbers(p, "e_beta", 2)) <= 0:
         raise ValueError(f"e_beta parameters must be positive, got {p['e_beta']}")
     _positive_range(p, "a_range", "AU")
-    if "time_step_index" in p and _integer(p, "time_step_index", 0) >= len(TIME_STEPS):
-        raise ValueError(f"time_step_index must be < {len(TIME_STEPS)}")
+    if "time_step_index" in p:
+        _time_step_index(p)
     for key in ("planet_mass_clip", "star_mass_clip", "mass_uniform", "mass_loguniform"):
         if key in p:
             _positive_range(p, key, "solar masses")
@@ -183,6 +158,11 @@ def _validate(preset: str, p: dict) -> None:
         raise ValueError("min_spacing must be a number >= 1")
     if "force_law" in p:
         forcelaw.validate(p["force_law"])
+
+
+def _time_step_index(p: dict) -> None:
+    if _integer(p, "time_step_index", 0) >= len(TIME_STEPS):
+        raise ValueError(f"time_step_index must be < {len(TIME_STEPS)}")
 
 
 def _sample_eccentricity(rng, p, size):
@@ -268,26 +248,27 @@ def sample_two_body_exoplanet(rng, n: int, p: dict) -> SystemBatch:
     return batch
 
 
-def sample_two_body(rng, n: int, p: dict) -> SystemBatch:
-    batch = empty_batch(n, 1)
+def _planet_and_star(rng, p, masses: np.ndarray) -> SystemBatch:
+    """One planet around a free star per row of ``masses`` (n, 2) M_sun: the lighter body is the planet."""
+    batch = empty_batch(len(masses), 1)
     batch.n_planets[:] = 1
-    masses = rng.uniform(*p["mass_uniform"], size=(n, 2))
     batch.masses[:, -1] = masses.max(axis=1)
     _fill_planets(batch, rng, p, masses.min(axis=1)[:, None])
     _fill_common(batch, rng, p)
+    return batch
+
+
+def sample_two_body(rng, n: int, p: dict) -> SystemBatch:
+    """Two bodies, both masses uniform per system (the lighter one is the planet)."""
+    batch = _planet_and_star(rng, p, rng.uniform(*p["mass_uniform"], size=(n, 2)))
     batch.dt[:] = _time_steps(p)[batch.dt_index]
     return batch
 
 
 def sample_binary(rng, n: int, p: dict) -> SystemBatch:
     """Two bodies, both masses log-uniform per system (the lighter one is the planet), one fixed step."""
-    batch = empty_batch(n, 1)
-    batch.n_planets[:] = 1
     lo, hi = np.log(p["mass_loguniform"])
-    masses = np.exp(rng.uniform(lo, hi, size=(n, 2)))
-    batch.masses[:, -1] = masses.max(axis=1)
-    _fill_planets(batch, rng, p, masses.min(axis=1)[:, None])
-    _fill_common(batch, rng, p)
+    batch = _planet_and_star(rng, p, np.exp(rng.uniform(lo, hi, size=(n, 2))))
     batch.dt_index[:] = p["time_step_index"]
     batch.dt[:] = _time_steps(p)[batch.dt_index]
     return batch
@@ -301,7 +282,7 @@ def sample_solar_system(rng, n: int, p: dict, first_index: int = 0) -> SystemBat
     planets = p["planets"]
     index = first_index + np.arange(n)
     table = np.array([row[1:6] for row in planets], dtype=np.float64)
-    P = planet_slots("solar-system", p)
+    P = _real_system_slots(p)
     batch = empty_batch(n, P)
     batch.dt_index[:] = p["time_step_index"]
     batch.dt[:] = _time_steps(p)[batch.dt_index]
@@ -344,19 +325,45 @@ def sample_nbody(rng, n: int, p: dict) -> SystemBatch:
     return batch
 
 
+def _real_system_slots(p: dict) -> int:
+    """Planet slots of a real system: one planet per sequence, or all of them with ``together``."""
+    return len(p["planets"]) if p["together"] else 1
+
+
 @dataclass(frozen=True)
 class PresetRecord:
-    """Everything the dataset writer needs to know about a preset, in one place.
+    """Everything the toolkit knows about one dataset preset: every command, study and test reads it here.
 
+    defaults: the generator parameters (JSON values; a config overrides them key by key, :func:`preset_params`).
     sample(rng, n, params, first_index) -> SystemBatch draws n systems (first_index: the split position of the
-    first, which only ``solar-system`` uses); stores_states: whether per-step positions, velocities and forces
-    are stored (vafa2025 keeps orbital elements only); interacting(params): whether the bodies attract each
-    other, so the states come from the N-body integrator (REBOUND IAS15) instead of Kepler orbits.
+    first, which only a real system uses). validate(params) raises a ValueError naming the first bad
+    parameter (after the ``seq_len`` and ``steps`` every preset has). stores_states: whether per-step
+    positions, velocities and forces are stored (vafa2025 keeps orbital elements only). real_system: the
+    planets are a fixed list of named real bodies, ``params["planets"]`` rows [name, mass (M_sun), a (AU), e,
+    longitude of perihelion (deg), mean longitude (deg)], not draws from priors: sequence i is planet
+    ``i mod len(planets)`` with the star, or with ``params["together"]`` the whole system. force_probe: one of
+    the reference's two-body force-probe sets (one planet, a moving star, 500 steps): the systems its LLM
+    prompts are drawn from. interacting(params): whether the bodies attract each other, so the states come
+    from the N-body integrator (REBOUND IAS15) instead of Kepler orbits.
     """
 
+    defaults: dict
     sample: Callable
+    validate: Callable[[dict], None]
     stores_states: bool
+    real_system: bool = False
+    force_probe: bool = False
     interacting: Callable[[dict], bool] = lambda params: False
+
+    def planet_slots(self, params: dict) -> int:
+        """P, the number of planet slots of the preset's systems (a real system: one planet per sequence, or
+        all of them with ``together``)."""
+        return _real_system_slots(params) if self.real_system else int(params["planets"][1])
+
+    def max_steps(self, params: dict) -> int:
+        """Steps stored per sequence: the preset's ``steps``, or fewer when tokens run out sooner."""
+        fewest = self.planet_slots(params) if self.real_system else int(params["planets"][0])
+        return int(min(params["steps"], math.ceil((params["seq_len"] - 1) / (fewest + 1))))
 
 
 def _ignore_index(sampler):
@@ -364,15 +371,46 @@ def _ignore_index(sampler):
 
 
 RECORDS: dict[str, PresetRecord] = {
-    "vafa2025": PresetRecord(_ignore_index(sample_vafa2025), stores_states=False),
-    "two-body-exoplanet": PresetRecord(_ignore_index(sample_two_body_exoplanet), stores_states=True),
-    "two-body": PresetRecord(_ignore_index(sample_two_body), stores_states=True),
-    "binary": PresetRecord(_ignore_index(sample_binary), stores_states=True),
-    "solar-system": PresetRecord(sample_solar_system, stores_states=True, interacting=lambda p: bool(p["together"])),
-    "nbody": PresetRecord(_ignore_index(sample_nbody), stores_states=True, interacting=lambda p: True),
+    "vafa2025": PresetRecord(
+        {**_COMMON, **_PRIORS, "planets": [1, 10], **_EXOPLANET_MASSES, "freeze_star": True},
+        _ignore_index(sample_vafa2025), _validate_priors, stores_states=False),
+    "two-body-exoplanet": PresetRecord(
+        {**_COMMON, **_PRIORS, "planets": [1, 1], **_EXOPLANET_MASSES},
+        _ignore_index(sample_two_body_exoplanet), _validate_priors, stores_states=True, force_probe=True),
+    "two-body": PresetRecord(
+        {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
+        _ignore_index(sample_two_body), _validate_priors, stores_states=True, force_probe=True),
+    "binary": PresetRecord(
+        {"seq_len": 201, "steps": 100, **_PRIORS, "a_range": [4.0, 6.0], "e_max": 0.3, "planets": [1, 1],
+         "mass_loguniform": [0.2, 1.0], "time_step_index": 1, "force_law": {"kind": "newton"}},
+        _ignore_index(sample_binary), _validate_priors, stores_states=True),
+    "solar-system": PresetRecord(
+        {**_COMMON, "time_step_index": 1, "star_mass": 1.0, "together": False,
+         "planets": [list(p) for p in SOLAR_SYSTEM]},
+        sample_solar_system, _validate_real_system, stores_states=True, real_system=True,
+        interacting=lambda p: bool(p["together"])),
+    "nbody": PresetRecord(
+        {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3, **_EXOPLANET_MASSES},
+        _ignore_index(sample_nbody), _validate_priors, stores_states=True, interacting=lambda p: True),
 }
-assert set(RECORDS) == set(DEFAULTS)
-SAMPLERS = {name: record.sample for name, record in RECORDS.items()}
+DATASET_PRESETS = tuple(RECORDS)
+"""The dataset presets' names (``orbitlaw simulate --preset``), in the order of ``RECORDS``."""
+
+
+def preset_params(preset: str, overrides: dict | None = None) -> dict:
+    """The preset's generator parameters with ``overrides`` applied and validated."""
+    if preset not in RECORDS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(DATASET_PRESETS)}")
+    record = RECORDS[preset]
+    params = copy.deepcopy(record.defaults)
+    for key, value in (overrides or {}).items():
+        if key not in params:
+            raise ValueError(f"unknown parameter {key!r} for preset {preset}; known: {', '.join(params)}")
+        params[key] = value
+    _integer(params, "seq_len", 2)
+    _integer(params, "steps", 1)
+    record.validate(params)
+    return params
 
 
 def _time_steps(p: dict) -> np.ndarray:
@@ -382,17 +420,3 @@ def _time_steps(p: dict) -> np.ndarray:
 def steps_in_sequence(n_planets: np.ndarray, seq_len: int) -> np.ndarray:
     """Time steps whose first body appears in a sequence of ``seq_len`` tokens (dt token first)."""
     return -(-(seq_len - 1) // (np.asarray(n_planets) + 1))
-
-
-def planet_slots(preset: str, params: dict) -> int:
-    """P, the number of planet slots of the preset's systems (solar-system: one planet per sequence,
-    or all of them with ``together``)."""
-    if preset == "solar-system":
-        return len(params["planets"]) if params["together"] else 1
-    return int(params["planets"][1])
-
-
-def max_steps(preset: str, params: dict) -> int:
-    """Steps stored per sequence: the preset's ``steps``, or fewer when tokens run out sooner."""
-    fewest = planet_slots(preset, params) if preset == "solar-system" else int(params["planets"][0])
-    return int(min(params["steps"], math.ceil((params["seq_len"] - 1) / (fewest + 1))))

@@ -11,8 +11,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-G = 39.4784176044
-"""Gravitational constant in AU^3 / (M_sun yr^2) (4 pi^2, the reference value)."""
+from orbitlaw.orbits.constants import G
 
 
 @dataclass

@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass
 import numba
 import numpy as np
 
-TIME_STEPS = (7 * 0.0027, 180 * 0.0027)
-"""One week and six months in years, as the reference defines them (0.0027 yr per day)."""
+from orbitlaw.orbits.constants import YEARS_PER_DAY
+
+TIME_STEPS = (7 * YEARS_PER_DAY, 180 * YEARS_PER_DAY)
+"""One week and six months in years, as the reference defines them (``YEARS_PER_DAY`` = 0.0027 yr per day)."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ benchmarks/cli_startup.py, not asserted here."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -58,11 +59,14 @@ def test_commands_that_need_no_torch_never_import_it(tmp_path):
 def test_the_parsers_copies_equal_their_owners():
     from orbitlaw import orbits
     from orbitlaw.discovery.llm.providers import PROVIDERS
+    from orbitlaw.discovery.llm.systems import force_probe_presets
     from orbitlaw.kernels import registry
-    from orbitlaw.study.pipeline import default_workers
+    from orbitlaw.models import architectures
 
-    assert _choices.ORBIT_PRESETS == orbits.PRESETS
+    assert _choices.ORBIT_PRESETS == orbits.DATASET_PRESETS
+    assert _choices.LLM_PRESETS == force_probe_presets()
+    assert _choices.ARCHITECTURES == {n: (a.summary, a.baseline) for n, a in architectures.ARCHITECTURES.items()}
     assert _choices.LLM_PROVIDERS == PROVIDERS
     assert _choices.ATTENTIONS == {n: (a.summary, a.uses_p) for n, a in registry.ATTENTIONS.items()}
     assert _choices.describe_attentions() == registry.describe()
-    assert build_parser().parse_args(["run", "--preset", "smoke"]).workers == default_workers()
+    assert build_parser().parse_args(["run", "--preset", "smoke"]).workers == min(2, os.cpu_count() or 1)

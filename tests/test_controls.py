@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from orbitlaw import orbits
-from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.oracle import OracleConfig, run_oracle, window_features
+from orbitlaw.discovery.probes import probe_data
+from orbitlaw.discovery.probes.oracle import OracleConfig, run_oracle, window_features
 from orbitlaw.models.checkpoint import latest, load
 from orbitlaw.models.presets import build_model
 from orbitlaw.models.train import TrainConfig, read_metrics, train
@@ -97,9 +97,9 @@ def test_hidden_states_at_some_positions_are_those_of_the_whole_read(chunk):
 
 def test_linear_probe_features_are_the_whole_read_at_each_row(data, tmp_path):
     # hidden_features reads only the positions its rows sit at: the states there must be the whole read's
-    from orbitlaw.discovery.linear_probe import hidden_features, probe_rows
+    from orbitlaw.discovery.probes.linear_probe import hidden_features, probe_rows
+    from orbitlaw.models.batches import read_sequences, token_offset
     from orbitlaw.models.evaluate import load_run
-    from orbitlaw.models.train import read_sequences, token_offset
 
     pre, probe = data
     train(_config(pre, tmp_path / "run", max_steps=1), progress=False)
@@ -187,7 +187,7 @@ def test_window_oracle_reads_exactly_the_positions_a_chunked_model_sees(data, tm
 
 
 def test_training_windows_end_at_a_planet_position(data):
-    from orbitlaw.models.train import regression_batch
+    from orbitlaw.models.batches import regression_batch
 
     pre, _ = data
     split = orbits.load_dataset(pre)["train"]
@@ -205,7 +205,7 @@ def test_training_windows_end_at_a_planet_position(data):
 
 
 def test_step_end_windows_end_at_the_star_and_can_keep_only_the_last_target(data):
-    from orbitlaw.models.train import regression_batch
+    from orbitlaw.models.batches import regression_batch
 
     pre, _ = data
     split = orbits.load_dataset(pre)["train"]
@@ -260,10 +260,14 @@ def test_window_end_on_an_unchunked_run_is_a_one_line_error(data, tmp_path):
 
 
 def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
+    import dataclasses
+
     from orbitlaw.cli import main
     from orbitlaw.study import presets
 
-    monkeypatch.setitem(presets.PRESETS, "controls", {"controls": presets.PRESETS["smoke"]["controls"]})
+    small = {"controls": presets.STUDY_PRESETS["smoke"].config["controls"]}  # the controls at the smoke's sizes
+    monkeypatch.setitem(presets.STUDY_PRESETS, "controls",
+                        dataclasses.replace(presets.STUDY_PRESETS["controls"], config=small))
     out = tmp_path / "study"
     assert main(["run", "--preset", "controls", "--out", str(out), "--quiet"]) == 0
     results = json.loads((out / "results.json").read_text())
@@ -310,7 +314,7 @@ def test_run_controls_runs_only_the_named_configurations(tmp_path):
     from orbitlaw.study import presets, stages
     from orbitlaw.study.controls import configurations, run_controls
 
-    spec = presets.PRESETS["smoke"]["controls"]
+    spec = presets.STUDY_PRESETS["smoke"].config["controls"]
     study = stages.Study(tmp_path / "study", progress=False)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each worker of the side-by-side run below: the same arithmetic
@@ -357,7 +361,7 @@ def test_evaluate_reports_a_regression_run_against_the_no_physics_predictors(dat
 
 
 def test_window_columns_are_a_pure_function_of_seed_and_step():
-    from orbitlaw.discovery.probe import ProbeConfig, window_columns
+    from orbitlaw.discovery.probes.probe import ProbeConfig, window_columns
 
     cfg = ProbeConfig(run="r", data="d", out="o", windows_per_sequence=5, seed=4)
     draws = [window_columns(cfg, 6, 20, step) for step in range(6)]
@@ -373,7 +377,7 @@ def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, t
     import os
     import signal
 
-    from orbitlaw.discovery.probe import ProbeConfig, finetune
+    from orbitlaw.discovery.probes.probe import ProbeConfig, finetune
     from orbitlaw.models.gpt import GPT
     from orbitlaw.models.loop import TrainingStopped
 
@@ -430,7 +434,7 @@ def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, t
 
 
 def test_a_batch_without_a_label_has_zero_loss():
-    from orbitlaw.discovery.probe import masked_mse
+    from orbitlaw.discovery.probes.probe import masked_mse
 
     pred = torch.ones(2, 3, 1, requires_grad=True)
     loss = masked_mse(pred, torch.full((2, 3, 1), float("nan")))

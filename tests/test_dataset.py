@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from orbitlaw import orbits
-from orbitlaw.orbits import dataset
+from orbitlaw.orbits import blocks, writer
 
 
 def _cli(*args, **kwargs):
@@ -25,7 +25,7 @@ def _files(path: Path) -> dict[str, bytes]:
 
 
 def test_worker_count_does_not_change_bytes(tmp_path):
-    splits = {"train": 2 * dataset.SHARD_SIZE + 17, "val": 5}
+    splits = {"train": 2 * blocks.SHARD_SIZE + 17, "val": 5}
     one = orbits.simulate("vafa2025", splits, 7, tmp_path / "one", workers=1, progress=False)
     two = orbits.simulate("vafa2025", splits, 7, tmp_path / "two", workers=2, progress=False)
     assert _files(one) == _files(two)
@@ -297,11 +297,11 @@ def test_a_finished_stage_killed_before_its_rename_is_published_without_regenera
             raise KeyboardInterrupt  # the kill lands between the manifest and the rename
         return real_replace(src, dst)
 
-    monkeypatch.setattr(dataset.os, "replace", failing_replace)
+    monkeypatch.setattr(writer.os, "replace", failing_replace)
     with pytest.raises(KeyboardInterrupt):
         orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
-    monkeypatch.setattr(dataset.os, "replace", real_replace)
-    monkeypatch.setattr(dataset, "_write_block", lambda task: pytest.fail("regenerated a finished block"))
+    monkeypatch.setattr(writer.os, "replace", real_replace)
+    monkeypatch.setattr(writer, "_write_block", lambda task: pytest.fail("regenerated a finished block"))
     orbits.simulate("two-body", {"train": 5}, 0, out, progress=False)
     assert orbits.load_dataset(out, verify=True)["train"].tokens.shape == (5, 1000, 2)
 

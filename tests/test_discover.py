@@ -1,4 +1,4 @@
-"""Symbolic regression and the law verdict (discovery.law, discovery.symbolic, ``orbitlaw discover``)."""
+"""Symbolic regression and the law verdict (discovery.sr.law, discovery.sr.symbolic, ``orbitlaw discover``)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 import sympy
 
 from orbitlaw.cli import main
-from orbitlaw.discovery import law as laws
-from orbitlaw.discovery.backends import SearchSettings
-from orbitlaw.discovery.symbolic import discover_law, partial_dir
-from orbitlaw.discovery.verdict import form_grade
+from orbitlaw.discovery.sr import law as laws
+from orbitlaw.discovery.sr.backends import SearchSettings
+from orbitlaw.discovery.sr.symbolic import discover_law, partial_dir
+from orbitlaw.discovery.sr.verdict import form_grade
 
 G = 4 * math.pi**2
 r, m1, m2 = sympy.symbols("r m1 m2")
@@ -180,7 +180,7 @@ def test_cli_judges_the_law_of_the_quantity_it_is_told(csv, tmp_path):
     (lambda df: df.assign(F_pred=np.nan), [], "only 0 usable rows"),
     (lambda df: df.assign(m1="heavy"), [], "column 'm1' is not numeric"),
     (None, ["--backend", "pysr"], "pysr"),
-    (None, ["--seeds", "0"], "seeds >= 1"),
+    (None, ["--seeds", "0"], "--seeds must be >= 1, got 0"),
     (None, ["--tolerance", "-0.1"], "tolerance must be a fraction in [0, 1)"),
     (None, ["--tolerance", "0.01", "--selection", "best"], "a tolerance applies to the 'se' selection only"),
     (None, ["--tolerance", "0.01", "--protocol", "reference"], "a tolerance applies to the 'se' selection only"),
@@ -229,7 +229,7 @@ def test_polishing_is_deterministic_within_a_process():
     """The same expression polished on the same rows gives the same constants on every call. Levenberg-
     Marquardt through scipy 1.17's MINPACK did not (5 of 5 repeats differed here), which made two identical
     studies write different laws; the refit uses trust-region reflective instead."""
-    from orbitlaw.discovery.backends import placeholders
+    from orbitlaw.discovery.sr.backends import placeholders
 
     rng = np.random.default_rng(3)
     n = 300

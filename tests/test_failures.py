@@ -91,7 +91,7 @@ def test_a_full_disk_in_a_resumed_run_leaves_it_as_it_was(env, tmp_path, monkeyp
 
 
 def test_out_of_vocabulary_tokens_leave_no_run(env, tmp_path, capsys):
-    from orbitlaw.orbits.dataset import _file_digest
+    from orbitlaw.orbits.manifest import file_digest as _file_digest
 
     data, _ = env
     bad = tmp_path / "data"
@@ -117,7 +117,7 @@ def _probe(env, out, *extra):
 
 
 def test_a_full_disk_in_probe_leaves_no_directory(env, tmp_path, monkeypatch, capsys):
-    from orbitlaw.discovery import probe_data
+    from orbitlaw.discovery.probes import probe_data
 
     monkeypatch.setattr(probe_data, "write_csv_atomic", _full_disk)  # the predictions' writer
     out = tmp_path / "oracle"
@@ -157,7 +157,7 @@ def test_train_resume_with_nothing_to_resume_is_refused(env, tmp_path, capsys):
 
 def test_a_negative_warmup_is_refused(env, tmp_path, capsys):
     data, _ = env
-    with pytest.raises(ValueError, match="warmup-steps must be >= 0"):
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0"):
         _config(data, tmp_path / "r", warmup_steps=-5).validate()
     code, err = _cli(capsys, "train", "--data", data, "--preset", "tiny", "--warmup-steps", "-5", "--out",
                      tmp_path / "r", "--quiet")
@@ -226,7 +226,7 @@ def test_a_damaged_trainer_state_is_called_damaged(env, tmp_path, capsys):
 def test_probe_nan_names_no_directory_that_does_not_exist(env, tmp_path, monkeypatch, capsys):
     import torch
 
-    from orbitlaw.discovery import probe
+    from orbitlaw.discovery.probes import probe
 
     monkeypatch.setattr(probe, "masked_mse", lambda pred, target: pred.float().sum() * torch.nan)
     out = tmp_path / "probe"

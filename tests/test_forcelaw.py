@@ -10,7 +10,7 @@ import pytest
 
 from orbitlaw import orbits
 from orbitlaw.orbits import forcelaw, presets
-from orbitlaw.orbits.systems import G
+from orbitlaw.orbits.constants import G
 
 LAWS = [{"kind": "power", "exponent": -2.5, "r0": 2.5}, {"kind": "yukawa", "length": 3.0}]
 

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from orbitlaw import orbits
-from orbitlaw.discovery.inductive_bias import (
+from orbitlaw.discovery.probes.inductive_bias import (
     _pair_distances,
     calibration_curve,
     choose_projection,
@@ -122,7 +122,8 @@ def test_bad_inductive_bias_input_is_one_line(run, tmp_path):
     plain = orbits.simulate("vafa2025", {"train": 8}, 0, tmp_path / "plain", progress=False)
     cmd = _probe(run, tmp_path / "a")
     assert "stores no forces" in err([*cmd[:cmd.index("--data") + 1], str(plain), *cmd[cmd.index("--data") + 2:]])
-    assert "--target is for the force probe" in err(_probe(run, tmp_path / "b", "--target", "force-vector"))
+    clash = err(_probe(run, tmp_path / "b", "--target", "force-vector"))
+    assert "--target force-vector is for the fine-tuned probe" in clash
     assert "not allowed with argument" in err(_probe(run, tmp_path / "c", "--linear"))
     assert "more than the split's 24 sequences" in err(_probe(run, tmp_path / "d", "--dataset-sequences", "999"))
     assert "fewer than 2 unrevealed" in err(_probe(run, tmp_path / "f", "--labels-per-sequence", "1000"))

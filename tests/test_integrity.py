@@ -15,7 +15,7 @@ from conftest import TINY_MODEL, tiny_train_config
 
 from orbitlaw import orbits
 from orbitlaw.cli import main
-from orbitlaw.discovery.probe import ProbeConfig, finetune
+from orbitlaw.discovery.probes.probe import ProbeConfig, finetune
 from orbitlaw.models import checkpoint
 from orbitlaw.models.evaluate import evaluate, load_run
 from orbitlaw.models.train import train
@@ -78,10 +78,15 @@ def test_an_in_range_token_flip_is_refused_by_train_evaluate_and_probe(env, tmp_
     with pytest.raises(ValueError, match=r"val/tokens.npy is corrupted: checksum mismatch") as err:
         evaluate(run, bad, split="val", n_seq=4)
     _one_line(err)
-    with pytest.raises(ValueError, match=r"train/tokens.npy is corrupted: checksum mismatch") as err:
-        finetune(_probe_config(run, bad, tmp_path / "p"), progress=False)
+    _refused_by_probe(run, bad, tmp_path / "p", "train/tokens.npy")
+
+
+def _refused_by_probe(run, data, out, file: str) -> None:
+    """A probe on the damaged ``data`` fails with one line naming ``file``, before ``out`` is written."""
+    with pytest.raises(ValueError, match=rf"{file} is corrupted: checksum mismatch") as err:
+        finetune(_probe_config(run, data, out), progress=False)
     _one_line(err)
-    assert not (tmp_path / "p").exists()
+    assert not out.exists()
 
 
 def test_a_flipped_force_byte_is_refused_by_probe(env, tmp_path):
@@ -89,10 +94,7 @@ def test_a_flipped_force_byte_is_refused_by_probe(env, tmp_path):
     bad = _copy(data, tmp_path / "data")
     flip_exponent = lambda v: np.frombuffer(struct.pack("<d", v)[:7] + b"\x7e", "<f8")[0]  # noqa: E731
     _flip(bad / "train" / "forces.npy", (3, 5, 0, 0), flip_exponent)
-    with pytest.raises(ValueError, match=r"train/forces.npy is corrupted: checksum mismatch") as err:
-        finetune(_probe_config(run, bad, tmp_path / "p"), progress=False)
-    _one_line(err)
-    assert not (tmp_path / "p").exists()
+    _refused_by_probe(run, bad, tmp_path / "p", "train/forces.npy")
 
 
 def test_verify_names_a_damaged_file_no_reader_of_tokens_would_open(env, tmp_path):

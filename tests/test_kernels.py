@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from orbitlaw import kernels
+from orbitlaw.kernels import laser_attention, lssa_reference, lssar_reference
 from orbitlaw.kernels.backend import interpreter_enabled, resolve_backend, triton_available
-from orbitlaw.kernels.reference import laser_attention, lssa_reference, lssar_reference
 
 F64 = torch.float64
 REL_TOL = 1e-5
@@ -298,7 +298,7 @@ def test_import_without_triton_falls_back_to_torch():
 # ----------------------------------------------------------------------------------------------------------
 def triton_blocks(name: str):
     """Tile settings under test: 16 x 16 everywhere, or unequal tiles (the diagonal split differs)."""
-    from orbitlaw.kernels.triton_common import Blocks, KernelBlocks
+    from orbitlaw.kernels.lssa.launch import Blocks, KernelBlocks
 
     if name == "square":
         return KernelBlocks(Blocks(16, 16), Blocks(16, 16), Blocks(16, 16))
@@ -307,8 +307,7 @@ def triton_blocks(name: str):
 
 def check_triton(kind: str, p: float, q, k, v, blocks="square", seed=0):
     """Forward and q, k, v gradients of the Triton kernel (float32) vs the float64 reference."""
-    from orbitlaw.kernels.lssa_triton import lssa_triton
-    from orbitlaw.kernels.lssar_triton import lssar_triton
+    from orbitlaw.kernels.lssa.fused import lssa_triton, lssar_triton
 
     q, k, v = (x.to(device=TRITON_DEVICE, dtype=torch.float32).requires_grad_() for x in (q, k, v))
     dout = randn(*q.shape, seed=seed + 50, dtype=torch.float32, device=TRITON_DEVICE)
@@ -372,7 +371,7 @@ def test_triton_extreme_scores(kind, p, case):
 
 @needs_triton
 def test_triton_noncontiguous_inputs_and_no_grad():
-    from orbitlaw.kernels.lssar_triton import lssar_triton
+    from orbitlaw.kernels.lssa.fused import lssar_triton
 
     q, k, v = (x.transpose(1, 2) for x in qkv(1, 19, 2, 32, seed=24, dtype=torch.float32, device=TRITON_DEVICE))
     assert not q.is_contiguous()
@@ -386,8 +385,7 @@ def test_triton_noncontiguous_inputs_and_no_grad():
 @pytest.mark.parametrize("kind,p", [("lssa", 1.0), ("lssar", 15.0)])
 def test_triton_float16(kind, p):
     """float16 tiles (q, k scaled to unit rows before the backward dots); vs the float64 reference."""
-    from orbitlaw.kernels.lssa_triton import lssa_triton
-    from orbitlaw.kernels.lssar_triton import lssar_triton
+    from orbitlaw.kernels.lssa.fused import lssa_triton, lssar_triton
 
     x = [t.to(device=TRITON_DEVICE, dtype=torch.float16).requires_grad_() for t in qkv(1, 2, 35, 32, seed=28)]
     dout = randn(1, 2, 35, 32, seed=29, dtype=torch.float16, device=TRITON_DEVICE)
@@ -412,7 +410,7 @@ def test_public_api_runs_triton_backend():
 
 @needs_triton
 def test_triton_is_causal():
-    from orbitlaw.kernels.lssar_triton import lssar_triton
+    from orbitlaw.kernels.lssa.fused import lssar_triton
 
     q, k, v = qkv(1, 1, 33, 32, seed=26, dtype=torch.float32, device=TRITON_DEVICE)
     q2, k2, v2 = (x.clone() for x in (q, k, v))

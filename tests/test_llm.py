@@ -348,6 +348,25 @@ def test_bad_input_is_one_line_and_writes_nothing(env, tmp_path, capsys):
     assert main([*base, "--provider", "openai-compatible"]) == 2
     assert "--base-url is required" in capsys.readouterr().err
     assert not out.exists()
+    flags = ["--provider", "openai-compatible", "--base-url", "http://127.0.0.1:9/v1"]
+    for bad, message in ((["--systems", "0"], "--systems must be >= 1, got 0"),
+                         (["--concurrency", "0"], "--concurrency must be >= 1, got 0"),
+                         (["--timeout", "0"], "--timeout must be > 0, got 0.0"),
+                         (["--max-retries", "-1"], "--max-retries must be >= 0, got -1")):
+        assert main([*base, *flags, *bad]) == 2
+        assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_preset_choices_are_the_force_probe_records():
+    from orbitlaw.cli import build_parser
+    from orbitlaw.discovery.llm.systems import DEFAULT_PRESET, force_probe_presets
+
+    llm = build_parser()._subparsers._group_actions[0].choices["llm"]
+    run = llm._subparsers._group_actions[0].choices["run"]
+    preset = next(a for a in run._actions if a.dest == "preset")
+    assert tuple(preset.choices) == force_probe_presets() == ("two-body-exoplanet", "two-body")
+    assert preset.default == DEFAULT_PRESET == force_probe_presets()[0]
 
 
 @pytest.mark.parametrize("provider, env_name, sdk", [("anthropic", "ANTHROPIC_API_KEY", "anthropic"),
@@ -369,8 +388,8 @@ def test_other_sdks_over_loopback(env, systems, tmp_path, provider, env_name, sd
 
 def test_two_models_share_a_directory_and_sr_runs(env, systems, tmp_path):
     pytest.importorskip("pyoperon")
-    pytest.importorskip("orbitlaw.discovery.symbolic", reason="orbitlaw.discovery.symbolic is not there")
-    from orbitlaw.discovery.backends import SearchSettings
+    pytest.importorskip("orbitlaw.discovery.sr.symbolic", reason="orbitlaw.discovery.sr.symbolic is not there")
+    from orbitlaw.discovery.sr.backends import SearchSettings
 
     out = tmp_path / "run"
     with FakeLLM(systems) as fake:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from orbitlaw.orbits import G, generate, kepler, nbody, presets
-from orbitlaw.orbits.dataset import build_block
+from orbitlaw.orbits.blocks import build_block
 from orbitlaw.orbits.tokenizer import TokenizerSpec
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vafa2025"
@@ -140,7 +140,7 @@ def test_fast_token_path_equals_general_path(preset):
     stars) gives exactly the tokens of the general path: states, then token order, then tokenise."""
     seq_len = 300
     params = presets.preset_params(preset, {"seq_len": seq_len})
-    batch = presets.SAMPLERS[preset](np.random.default_rng(9), 200, params)
+    batch = presets.RECORDS[preset].sample(np.random.default_rng(9), 200, params)
     if preset == "vafa2025":  # both kinds of orbit, and more lanes than one chunk holds
         assert 0.01 < _cold_orbit_fraction(batch) < 0.5
         assert int(batch.n_planets.sum()) * 3 > generate.LANES

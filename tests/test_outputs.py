@@ -43,7 +43,7 @@ def test_a_second_probe_or_discover_into_the_same_output_is_refused(tmp_path, ca
 
 
 def test_discover_leaves_no_law_without_its_figure(tmp_path, monkeypatch, capsys):
-    import orbitlaw.discovery.pareto_plot as pareto
+    import orbitlaw.discovery.sr.pareto_plot as pareto
 
     table, law = _table(tmp_path / "t.csv"), tmp_path / "LAW.json"
 
@@ -75,7 +75,7 @@ def test_a_second_llm_run_into_the_same_directory_is_refused_before_it_reads_it(
 
 
 def test_a_probe_output_whose_metrics_link_out_of_it_is_refused(tmp_path):
-    from orbitlaw.discovery.probe_data import check_out
+    from orbitlaw.discovery.probes.probe_result import check_out
 
     secret = tmp_path / "secret.json"
     secret.write_text('{"settings": {"TOPSECRET": 1}}')

@@ -2,6 +2,7 @@
 model's bin inputs and outputs, one change per rung, the replication rule, and the preset as one command."""
 
 import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -175,10 +176,11 @@ def test_the_lssar_write_ups_law_is_the_inverse_square_without_the_star_mass(exp
 def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     from orbitlaw.cli import main
 
-    small = {"controls": copy.deepcopy(presets.PRESETS["smoke"]["controls"]),
+    small = {"controls": copy.deepcopy(presets.STUDY_PRESETS["smoke"].config["controls"]),
              "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
                       "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 1]}}}
-    monkeypatch.setitem(presets.PRESETS, "path", small)
+    monkeypatch.setitem(presets.STUDY_PRESETS, "path",
+                        dataclasses.replace(presets.STUDY_PRESETS["path"], config=small))
     out = tmp_path / "study"
     assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     results = json.loads((out / "results.json").read_text())

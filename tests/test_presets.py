@@ -1,5 +1,6 @@
-"""The reference's force-probe set, ``two-body-exoplanet``: its masses follow the fitted exoplanet priors
-(a statistical test against scipy's distributions, not a range check), one planet, the star moves."""
+"""The dataset presets' records, and the reference's force-probe set, ``two-body-exoplanet``: its masses follow the
+fitted exoplanet priors (a statistical test against scipy's distributions, not a range check), one planet, the
+star moves."""
 
 from __future__ import annotations
 
@@ -7,12 +8,23 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from orbitlaw.orbits import preset_params
-from orbitlaw.orbits.dataset import SHARD_SIZE, build_block
-from orbitlaw.orbits.presets import PLANET_MASS_GAMMA, STAR_MASS_LOGNORM
+from orbitlaw.orbits import DATASET_PRESETS, preset_params
+from orbitlaw.orbits.blocks import SHARD_SIZE, build_block
+from orbitlaw.orbits.presets import PLANET_MASS_GAMMA, RECORDS, STAR_MASS_LOGNORM
 from orbitlaw.orbits.tokenizer import TokenizerSpec
 
 BLOCKS = 3  # 3,072 systems
+
+
+@pytest.mark.parametrize("preset", DATASET_PRESETS)
+def test_each_record_carries_valid_defaults_and_samples_its_own_systems(preset):
+    record, params = RECORDS[preset], preset_params(preset)
+    assert params == record.defaults and params is not record.defaults  # a copy: overrides never leak back
+    batch = record.sample(np.random.default_rng(0), 3, params, first_index=0)
+    batch.validate()
+    assert batch.max_planets == record.planet_slots(params)
+    if record.force_probe:  # what LLM prompts need: one planet around a moving star, with its states
+        assert record.stores_states and params["planets"] == [1, 1] and not record.interacting(params)
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,17 @@ import torch
 
 from orbitlaw import orbits
 from orbitlaw.cli import main
-from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.linear_probe import LinearProbeConfig, linear_probes
-from orbitlaw.discovery.oracle import OracleConfig, run_oracle
-from orbitlaw.discovery.probe import ForceProbe, ForceScaling, ProbeConfig, dense_targets, masked_mse, sequence_mse
+from orbitlaw.discovery.probes import labels, probe_data, probe_result
+from orbitlaw.discovery.probes.linear_probe import LinearProbeConfig, linear_probes
+from orbitlaw.discovery.probes.oracle import OracleConfig, run_oracle
+from orbitlaw.discovery.probes.probe import (
+    ForceProbe,
+    ForceScaling,
+    ProbeConfig,
+    dense_targets,
+    masked_mse,
+    sequence_mse,
+)
 from orbitlaw.models import build_model, checkpoint
 from orbitlaw.models.evaluate import load_run
 
@@ -87,8 +94,8 @@ def test_rows_sit_at_the_planet_tokens_and_carry_the_dataset_forces(env):
     np.testing.assert_array_equal(rows["F_true"], np.hypot(*forces.T))
     np.testing.assert_allclose(rows["F_true"], orbits.G * rows["m1"] * rows["m2"] / rows["r"] ** 2, rtol=1e-12)
     # dense targets put each label at its planet token, nowhere else
-    plan = probe_data.LabelPlan(6, 4, 3, seed=1)
-    rows = probe_data.assign_labels(rows, plan)
+    plan = labels.LabelPlan(6, 4, 3, seed=1)
+    rows = labels.assign_labels(rows, plan)
     lab = rows["labelled"]
     z = np.arange(lab.sum(), dtype=np.float32)[:, None]
     seqs = np.unique(rows["sequence"][lab])
@@ -109,7 +116,7 @@ def test_label_plan_is_the_reference_protocol_and_seeded(env):
     assert np.all(counts == 2)
     again = probe_data.build_rows(split, plan, 64)
     np.testing.assert_array_equal(again["labelled"], lab)
-    other = probe_data.build_rows(split, probe_data.LabelPlan(108, 12, 2, seed=4), 64)
+    other = probe_data.build_rows(split, labels.LabelPlan(108, 12, 2, seed=4), 64)
     assert not np.array_equal(other["labelled"], lab)
 
 
@@ -138,7 +145,7 @@ def test_reference_layout_is_the_reference_randomstate_draw(env):
         assert set(rows["token"][lab & (rows["sequence"] == s)]) == set(expected)
     again = probe_data.build_rows(split, plan, 64, layout="reference")
     np.testing.assert_array_equal(again["labelled"], lab)
-    other = probe_data.build_rows(split, probe_data.LabelPlan(108, 12, 2, seed=1), 64, layout="reference")
+    other = probe_data.build_rows(split, labels.LabelPlan(108, 12, 2, seed=1), 64, layout="reference")
     assert not np.array_equal(other["labelled"], lab)
     orbitlaw = probe_data.build_rows(split, plan, 64)  # the PCG64 layout stays the default
     assert not np.array_equal(orbitlaw["labelled"], lab)
@@ -272,11 +279,11 @@ def test_reference_protocol_runs_end_to_end_and_records_itself(env, tmp_path, ca
     assert capsys.readouterr().err.count("different settings") == 2
     assert json.loads((out / "metrics.json").read_text())["settings"]["protocol"] == "reference"
     # results written before the protocol was recorded read as orbitlaw ones
-    assert probe_data.same_settings({"seed": 0}, {"seed": 0, "protocol": "orbitlaw"})
-    assert not probe_data.same_settings({"seed": 0}, {"seed": 0, "protocol": "reference"})
+    assert probe_result.same_settings({"seed": 0}, {"seed": 0, "protocol": "orbitlaw"})
+    assert not probe_result.same_settings({"seed": 0}, {"seed": 0, "protocol": "reference"})
     # ... and those written before the schedule was recorded as constant-lr ones
-    assert probe_data.same_settings({"seed": 0}, {"seed": 0, "schedule": "constant"})
-    assert not probe_data.same_settings({"seed": 0}, {"seed": 0, "schedule": "cosine"})
+    assert probe_result.same_settings({"seed": 0}, {"seed": 0, "schedule": "constant"})
+    assert not probe_result.same_settings({"seed": 0}, {"seed": 0, "schedule": "cosine"})
 
 
 def test_killed_probe_resumes_to_the_uninterrupted_result(env, tmp_path):
@@ -331,7 +338,7 @@ def test_linear_probe_reads_a_feature_the_embedding_carries_linearly(env, tmp_pa
 def test_linear_targets_are_the_physics_of_each_row(env):
     """The accelerations of both bodies and both masses, from the dataset's own forces: G m2 / r^2 for the
     planet, G m1 / r^2 for the star (independent of the force column's scale)."""
-    from orbitlaw.discovery.linear_probe import LINEAR_TARGETS, target_columns
+    from orbitlaw.discovery.probes.linear_probe import LINEAR_TARGETS, target_columns
 
     split = orbits.load_dataset(env["data"])["train"]
     rows = probe_data.planet_rows(split, np.arange(8), 10**9)
@@ -403,15 +410,13 @@ def test_a_flag_contradicting_the_reference_protocol_is_a_one_line_error(env, tm
 def test_the_oracle_under_the_reference_protocol_uses_the_reference_label_draw(env, tmp_path):
     import pandas as pd
 
-    from orbitlaw.discovery import probe_data
-
     out = tmp_path / "oracle-ref"
     assert _cli("--oracle", "knn", "--data", env["data"], "--out", out, "--protocol", "reference") == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["settings"]["protocol"] == "reference"
     table = pd.read_csv(out / "predictions.csv")
     split = probe_data.open_split(env["data"], "train")
-    plan = probe_data.LabelPlan(**metrics["settings"]["plan"])
+    plan = labels.LabelPlan(**metrics["settings"]["plan"])
     rows = probe_data.build_rows(split, plan, metrics["settings"]["context"], "reference")
     held = rows["heldout"]
     revealed = held & rows["labelled"]

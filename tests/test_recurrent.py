@@ -1,5 +1,6 @@
 """The reference's baseline cores (--arch lstm|rnn|mamba): the Mamba scan against its closed form, causality,
-every preset for every arch, training and resume through the same trainer, probes, one-line errors."""
+every preset for every arch, training and resume through the same trainer, probes, one-line errors; the
+registry of cores (orbitlaw.models.architectures) is what the model, the parser and the study read."""
 
 import json
 import subprocess
@@ -9,9 +10,12 @@ import pytest
 import torch
 
 from orbitlaw import orbits
+from orbitlaw.models import architectures
+from orbitlaw.models.architectures import ARCHITECTURES
+from orbitlaw.models.metrics import read_metrics
 from orbitlaw.models.presets import build_model, model_config
-from orbitlaw.models.recurrent import ARCHS, selective_scan
-from orbitlaw.models.train import TrainConfig, read_metrics, train
+from orbitlaw.models.recurrent import selective_scan
+from orbitlaw.models.train import TrainConfig, train
 
 SMALL = {"n_layer": 2, "n_head": 2, "n_embd": 16, "block_size": 64}
 
@@ -36,7 +40,7 @@ def test_the_selective_scan_matches_its_closed_form():
     torch.testing.assert_close(selective_scan(u, dt, A, B, C, D), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_every_core_is_causal(arch):
     torch.manual_seed(0)
     model = build_model("tiny", arch=arch, **SMALL).eval()
@@ -60,10 +64,10 @@ def test_mamba_state_decay_is_not_weight_decayed():
 
 def test_every_preset_applies_to_every_arch_at_a_comparable_size():
     sizes = {}
-    for arch in ARCHS:
+    for arch, core in ARCHITECTURES.items():
         for preset in ("tiny", "control"):
             config = model_config(preset, arch=arch)
-            assert config.arch == arch and config.pos == ("none" if arch != "gpt" else config.pos)
+            assert config.arch == arch and config.pos == ("none" if core.recurrent_state else config.pos)
         sizes[arch] = build_model("tiny", arch=arch).num_parameters()
     assert max(sizes.values()) / min(sizes.values()) < 1.1, sizes  # same embeddings and head; cores differ
     with pytest.raises(ValueError, match="rope rotates attention queries"):
@@ -78,7 +82,7 @@ def data(tmp_path_factory):
                            progress=False)
 
 
-@pytest.mark.parametrize("arch", ["lstm", "rnn", "mamba"])
+@pytest.mark.parametrize("arch", architectures.BASELINES)
 def test_each_core_trains_resumes_exactly_and_is_probed(arch, data, tmp_path):
     def cfg(out, steps):
         return TrainConfig(data=str(data), out=str(out), preset="tiny", arch=arch, max_steps=steps,
@@ -112,3 +116,18 @@ def test_each_core_trains_resumes_exactly_and_is_probed(arch, data, tmp_path):
                            capture_output=True, text=True, timeout=300)
     assert lssar.returncode != 0 and "a " + arch + " model has none" in lssar.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_the_registry_is_what_the_model_and_the_parser_read():
+    from orbitlaw.cli import build_parser
+
+    train = next(a for a in build_parser()._subparsers._group_actions[0].choices["train"]._actions if a.dest == "arch")
+    assert tuple(train.choices) == architectures.NAMES  # the parser's torch-free copy equals the registry
+    assert architectures.BASELINES == ("lstm", "rnn", "mamba")  # the study's --arch choices
+    for name, core in ARCHITECTURES.items():
+        model = build_model("tiny", arch=name, **SMALL)
+        assert all(type(block) is type(core.block(model.config)) for block in model.blocks)
+        assert core.has_attention == hasattr(model.blocks[0], "attn")
+        assert name in architectures.describe() and core.summary in architectures.describe()
+    with pytest.raises(ValueError, match="unknown architecture 'gru'; choose one of gpt, lstm, rnn, mamba"):
+        architectures.get("gru")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from orbitlaw import orbits
-from orbitlaw.discovery.expression_text import parse
-from orbitlaw.discovery.symbolic import discover_law
+from orbitlaw.discovery.sr.expression_text import parse
+from orbitlaw.discovery.sr.symbolic import discover_law
 from orbitlaw.models.train import TrainConfig, train
 
 
@@ -111,7 +111,7 @@ def test_a_planted_discover_resume_file_runs_nothing_and_is_recomputed(tmp_path)
     r, m1, m2 = rng.uniform(0.5, 5, 400), rng.uniform(0.1, 1, 400), rng.uniform(0.1, 1, 400)
     table = {"r": r, "m1": m1, "m2": m2, "F": 39.478 * m1 * m2 / r**2}
     kw = dict(seeds=1, points=150, restarts=1, resume_dir=tmp_path / "resume")
-    from orbitlaw.discovery.backends import SearchSettings
+    from orbitlaw.discovery.sr.backends import SearchSettings
 
     kw["settings"] = SearchSettings(budget=2000)
     first = discover_law(table, "F", **kw)
@@ -162,7 +162,7 @@ def test_a_corrupted_token_id_is_a_one_line_error(run, tmp_path):
     assert out.returncode != 0 and "tokens.npy is corrupted: checksum mismatch" in out.stderr  # its checksum first
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     manifest = json.loads((bad / "manifest.json").read_text())  # a manifest that agrees: the ids are checked
-    from orbitlaw.orbits.dataset import _file_digest
+    from orbitlaw.orbits.manifest import file_digest as _file_digest
 
     info = manifest["split_info"]["train"]["files"]["tokens"]
     flipped = np.load(bad / "train" / "tokens.npy", mmap_mode="r")

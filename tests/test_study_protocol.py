@@ -9,7 +9,7 @@ import pytest
 
 from orbitlaw.cli import main
 from orbitlaw.models.train import TrainConfig
-from orbitlaw.study.presets import PRESETS, VERDICT_RULE, study_config
+from orbitlaw.study.presets import STUDY_PRESETS, VERDICT_RULE, study_config
 
 REFERENCE_RECIPE = {"preset": "gpt-109m", "pos": "learned", "lr": 6e-4, "schedule": "constant", "warmup_steps": 0,
                     "batch_size": 512, "max_steps": 600_000}
@@ -45,7 +45,7 @@ def test_small_presets_say_what_they_cannot_match(preset):
     c = study_config(preset, protocol="reference")
     assert c["probe"]["protocol"] == c["discover"]["protocol"] == "reference"
     assert c["probe_data"]["preset"] == "two-body" and any("two-body" in n for n in c["notes"])
-    assert PRESETS[preset]["train"] == c["train"]  # the training recipe stays the preset's
+    assert STUDY_PRESETS[preset].config["train"] == c["train"]  # the training recipe stays the preset's
 
 
 def test_show_config_prints_the_resolved_config_and_runs_nothing(tmp_path, capsys, monkeypatch):
@@ -84,8 +84,8 @@ def test_training_precision_is_validated():
 def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
     """The controls and the models are judged by one rule, VERDICT_RULE: 1% precision under orbitlaw, the reference's
     score selection (no precision) under reference."""
-    from orbitlaw.discovery.backends import SearchSettings
-    from orbitlaw.discovery.symbolic import discover_law
+    from orbitlaw.discovery.sr.backends import SearchSettings
+    from orbitlaw.discovery.sr.symbolic import discover_law
 
     G = 4 * np.pi**2
     rng = np.random.default_rng(0)
@@ -112,8 +112,26 @@ def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
 def test_the_controls_probe_settings_are_valid_under_both_protocols(preset, protocol):
     """The fine-tune a study hands its controls' probes passes ProbeConfig's checks before any stage runs (the
     reference's fine-tune reads every labelled step: no windows_per_sequence)."""
-    from orbitlaw.discovery.probe import ProbeConfig
+    from orbitlaw.discovery.probes.probe import ProbeConfig
 
     probe = study_config(preset, protocol=protocol)["controls"]["probe"]
     ProbeConfig(run="r", data="d", out="o", target="acceleration-magnitude", **probe).validate()
     assert ("windows_per_sequence" in probe) == (protocol == "orbitlaw")
+
+
+def test_each_study_preset_is_one_record_that_the_cli_and_study_config_read(capsys):
+    """``--preset`` offers the registry's names with their summaries, and what sets a preset apart is its record's:
+    its notes, the reference scale's precision, models or the controls alone."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for record in STUDY_PRESETS.values():
+        assert f"{record.name} ({record.summary})" in shown
+        for protocol in ("orbitlaw", "reference"):
+            c = study_config(record.name, protocol=protocol)
+            assert c["preset"] == record.name and ("attentions" in c) == record.models
+            assert c["notes"][:len(record.notes)] == list(record.notes)
+            if record.reference_scale:
+                assert c["train"]["precision"] == {"orbitlaw": "bf16", "reference": "fp32"}[protocol]
+    with pytest.raises(ValueError, match="unknown study preset 'tiny': choose one of smoke, cpu"):
+        study_config("tiny")

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from orbitlaw import orbits
+from orbitlaw.models.metrics import read_metrics
 from orbitlaw.models.tracking import check_tracker
-from orbitlaw.models.train import TrainConfig, read_metrics, train
+from orbitlaw.models.train import TrainConfig, train
 
 SMALL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
 

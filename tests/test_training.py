@@ -13,7 +13,8 @@ import torch
 
 from orbitlaw import orbits
 from orbitlaw.models.loop import scheduled_lr
-from orbitlaw.models.train import TrainConfig, TrainingStopped, learning_rate, read_metrics, train
+from orbitlaw.models.metrics import read_metrics
+from orbitlaw.models.train import TrainConfig, TrainingStopped, learning_rate, train
 
 SMALL = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64}
 
@@ -195,7 +196,7 @@ def test_resume_refuses_settings_that_change_the_trajectory(data, tmp_path):
     train(_config(data, run, max_steps=3), progress=False)
     with pytest.raises(ValueError, match="different batch_size, lr than the run"):
         train(_config(data, run, max_steps=6, batch_size=2, lr=1e-3), resume=True, progress=False)
-    with pytest.raises(ValueError, match="micro-batch must be between 1 and the batch size"):
+    with pytest.raises(ValueError, match="micro_batch must be between 1 and the batch size"):
         train(_config(data, tmp_path / "other", micro_batch=-1), progress=False)
     assert train(_config(data, run, max_steps=5), resume=True, progress=False)["step"] == 5
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import tempfile
 import time
 from pathlib import Path
@@ -33,14 +32,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from orbitlaw.discovery import oracle, probe_data
-from orbitlaw.discovery.backends import SearchSettings
-from orbitlaw.discovery.symbolic import discover_law
-from orbitlaw.orbits import simulate
-from orbitlaw.orbits.dataset import load_dataset
+from orbitlaw.discovery.probes import oracle, probe_data
+from orbitlaw.discovery.sr.backends import SearchSettings
+from orbitlaw.discovery.sr.symbolic import discover_law
+from orbitlaw.orbits import load_dataset, simulate
+from orbitlaw.orbits.constants import G_EXACT as G  # 4 pi^2 AU^3 M_sun^-1 yr^-2
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
-G = 4 * math.pi**2
 W = 3
 
 

@@ -4,9 +4,9 @@ the state beside the same readout of the window.
     python benchmarks/experiments/control_state_readout.py --data PROBE_DATA --run NAME=RUN [--run NAME=RUN ...]
 
 For each run (a chunked regression model, ``orbitlaw train --chunk-steps W``), on the rows the linear
-probes use (``orbitlaw.discovery.linear_probe``: up to 10 random planet steps of each of the first
+probes use (``orbitlaw.discovery.probes.linear_probe``: up to 10 random planet steps of each of the first
 ``--train-sequences`` sequences of the probe data, and of the next ``--heldout-sequences``, so held out by
-system), fit the fair MLP oracle's regressor (``orbitlaw.discovery.oracle``: sklearn MLP 64 x 64, early
+system), fit the fair MLP oracle's regressor (``orbitlaw.discovery.probes.oracle``: sklearn MLP 64 x 64, early
 stopping, standardised inputs) on ln|F| (M_sun AU/yr^2) from three inputs:
 
 - ``state_last``: the frozen hidden state of the last layer at the row's token (d_model);
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.linear_probe import hidden_features, probe_rows, ridge_r2
-from orbitlaw.discovery.oracle import window_features, window_mlp
+from orbitlaw.discovery.probes import probe_data
+from orbitlaw.discovery.probes.linear_probe import hidden_features, probe_rows, ridge_r2
+from orbitlaw.discovery.probes.oracle import window_features, window_mlp
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 

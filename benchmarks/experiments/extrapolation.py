@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sweep import chosen_variants, plot_curves, run_all
+from sweep import add_sweep_arguments, chosen_variants, plot_curves, run_all
 
 LENGTHS = (1, 2, 4, 8, 16)
 
@@ -85,11 +85,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=64, help="model width (tiny's is 128)")
     parser.add_argument("--sequences", type=int, default=4, help="evaluation sequences per length")
     parser.add_argument("--train-sequences", type=int, default=2000, help="two-body training sequences")
-    parser.add_argument("--p", type=float, default=15.0)
-    parser.add_argument("--only", default=None, help="comma-separated labels (default: every variant)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--work", default="/tmp/orbitlaw-extrapolation-bench")
-    parser.add_argument("--out", default="benchmarks/results/extrapolation.json")
+    add_sweep_arguments(parser, "/tmp/orbitlaw-extrapolation-bench", "benchmarks/results/extrapolation.json")
     args = parser.parse_args()
 
     from orbitlaw import orbits

@@ -30,11 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw import orbits
-from orbitlaw.discovery.inductive_bias import InductiveBiasConfig, inductive_bias
-from orbitlaw.models.train import TrainConfig, read_metrics, train
+from orbitlaw.discovery.probes.inductive_bias import InductiveBiasConfig, inductive_bias
+from orbitlaw.models.architectures import ARCHITECTURES
+from orbitlaw.models.metrics import read_metrics
+from orbitlaw.models.train import TrainConfig, train
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
-ARCHS = ("gpt", "lstm", "rnn")
+ARCHS = tuple(name for name, arch in ARCHITECTURES.items() if not arch.slow_scan)
+"""The cores trained here: every one but those too slow for this CPU budget (Mamba's scan)."""
 
 
 def main() -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import platform
 import sys
@@ -45,12 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, whe
 from discover import DATA as MATRIX_DATA  # noqa: E402  (the verdict matrix's data sets)
 from discover import probe_rows, synthetic  # noqa: E402
 
-from orbitlaw.discovery.backends import SearchSettings  # noqa: E402
-from orbitlaw.discovery.symbolic import discover_law  # noqa: E402
+from orbitlaw.discovery.sr.backends import SearchSettings  # noqa: E402
+from orbitlaw.discovery.sr.symbolic import discover_law  # noqa: E402
+from orbitlaw.orbits.constants import G_EXACT as G  # 4 pi^2 AU^3 M_sun^-1 yr^-2  # noqa: E402
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic  # noqa: E402
 from orbitlaw.study.presets import VERDICT_RULE  # noqa: E402
 
-G = 4 * math.pi**2
 NOISE = 0.01
 RULE = VERDICT_RULE["orbitlaw"]
 

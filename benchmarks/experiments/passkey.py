@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sweep import chosen_variants, plot_curves, run_all
+from sweep import add_sweep_arguments, chosen_variants, plot_curves, run_all
 
 
 def one_run(task: dict) -> dict:
@@ -45,11 +45,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--train-length", type=int, default=32)
     parser.add_argument("--test-samples", type=int, default=200, help="test sequences per length")
-    parser.add_argument("--p", type=float, default=15.0)
-    parser.add_argument("--only", default=None, help="comma-separated labels (default: every variant)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--work", default="/tmp/orbitlaw-passkey-bench")
-    parser.add_argument("--out", default="benchmarks/results/passkey.json")
+    add_sweep_arguments(parser, "/tmp/orbitlaw-passkey-bench", "benchmarks/results/passkey.json")
     args = parser.parse_args()
 
     from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic

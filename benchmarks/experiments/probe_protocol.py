@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from orbitlaw import orbits
-from orbitlaw.discovery.probe import ProbeConfig, finetune
+from orbitlaw.discovery.probes.probe import ProbeConfig, finetune
 from orbitlaw.models.evaluate import evaluate
 from orbitlaw.models.train import TrainConfig, train
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic

@@ -10,6 +10,16 @@ from multiprocessing import get_context
 from pathlib import Path
 
 
+def add_sweep_arguments(parser, work: str, out: str) -> None:
+    """The flags every sweep takes after its own: LSSAR's ``--p``, ``--only`` (labels), ``--workers``, the scratch
+    folder ``--work`` (resumable runs) and the result ``--out``."""
+    parser.add_argument("--p", type=float, default=15.0)
+    parser.add_argument("--only", default=None, help="comma-separated labels (default: every variant)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--work", default=work)
+    parser.add_argument("--out", default=out)
+
+
 def chosen_variants(only: str | None, p: float) -> tuple[dict[str, tuple[str, float]], list[str]]:
     """(label -> (attention, p) of ``orbitlaw.kernels.registry.sweep``, the labels to run); an unknown label
     in ``only`` (comma-separated) exits with a one-line message."""

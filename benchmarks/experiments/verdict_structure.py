@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.symbolic import discover_law
+from orbitlaw.discovery.probes import probe_data
+from orbitlaw.discovery.sr.symbolic import discover_law
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
 

@@ -18,6 +18,9 @@ import json
 import os
 import sys
 from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
+
+from orbitlaw.validate import at_least, positive
 
 PROVIDERS = ("openai", "anthropic", "gemini", "openai-compatible")
 KEY_ENV = {
@@ -203,8 +206,9 @@ class ChatClient:
             raise ValueError("--base-url is required for the openai-compatible provider")
         if not model:
             raise ValueError("--model must name a model")
-        if timeout <= 0 or max_retries < 0 or backoff < 0:
-            raise ValueError("timeout must be > 0, max retries and backoff >= 0")
+        limits = SimpleNamespace(timeout=timeout, max_retries=max_retries, backoff=backoff)
+        positive(limits, "timeout")
+        at_least(limits, 0, "max_retries", "backoff")
         self.provider, self.model, self.base_url = provider, model, base_url
         self.settings = settings or Settings()
         self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)

@@ -21,14 +21,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from types import SimpleNamespace
 
 from orbitlaw.discovery.llm.cache import ResponseCache, request_key
 from orbitlaw.discovery.llm.parse import parse_answer
 from orbitlaw.discovery.llm.prompt import build_prompt
 from orbitlaw.discovery.llm.providers import ChatClient, Settings, check_provider
 from orbitlaw.discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
-from orbitlaw.discovery.llm.systems import generate_systems, read_layout, write_layout
+from orbitlaw.discovery.llm.systems import DEFAULT_PRESET, generate_systems, read_layout, write_layout
 from orbitlaw.provenance import OutputLock, undo_on_failure, write_text_atomic
+from orbitlaw.validate import at_least
 
 SR_SEEDS = 5
 SR_POINTS = 1000
@@ -38,20 +40,20 @@ SR_RESTARTS = 3
 def discover(rows: list[dict], seeds: int = SR_SEEDS, points: int = SR_POINTS, restarts: int = SR_RESTARTS,
              resume_dir: Path | None = None, settings=None, target: str = "F_pred", rule: dict | None = None) -> dict:
     """Symbolic regression of ``target`` (F_pred; F_true for the control) on (r, m1, m2) over answer rows, through
-    :func:`orbitlaw.discovery.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
+    :func:`orbitlaw.discovery.sr.symbolic.discover_law` (operon backend; ``seeds`` fits of ``points`` rows, best of
     ``restarts``): its LAW dict (``expression``, ``newtonian``, ``power_law``, ``per_seed``, ``pareto``,
     ...), or ``{"status": "failed"|"unavailable", "reason": ...}`` when it cannot run (too few answers, a
-    constant answer, no SR package). ``settings``: a :class:`orbitlaw.discovery.backends.SearchSettings` (None:
+    constant answer, no SR package). ``settings``: a :class:`orbitlaw.discovery.sr.backends.SearchSettings` (None:
     the defaults); ``rule``: the verdict's ``selection`` and ``tolerance`` (a study passes its own, so that the
     answers are judged as its models are; None: discover_law's defaults)."""
     try:
-        from orbitlaw.discovery.symbolic import discover_law
+        from orbitlaw.discovery.sr.symbolic import DiscoverConfig, discover_law
     except ImportError as exc:
         return {"status": "unavailable", "reason": f"symbolic regression not available: {exc}"}
     try:
-        return discover_law(answers_table(rows), target=target, features=("r", "m1", "m2"), seeds=int(seeds),
-                            points=int(points), restarts=int(restarts), backend="operon", resume_dir=resume_dir,
-                            settings=settings, **(rule or {}))
+        config = DiscoverConfig(target, features=["r", "m1", "m2"], seeds=int(seeds), points=int(points),
+                                restarts=int(restarts), backend="operon", settings=settings, **(rule or {}))
+        return discover_law(answers_table(rows), config, resume_dir=resume_dir)
     except ValueError as exc:  # e.g. a constant answer: there is no law to find
         return {"status": "failed", "reason": str(exc)}
 
@@ -136,7 +138,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
         timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0, run_discovery: bool = True,
         sr_seeds: int = SR_SEEDS, sr_points: int = SR_POINTS,
         sr_restarts: int = SR_RESTARTS, sr_settings=None, progress: bool = True, sr_rule: dict | None = None,
-        preset: str = "two-body-exoplanet") -> dict:
+        preset: str = DEFAULT_PRESET) -> dict:
     """Run one model on ``systems`` one-planet systems of ``preset`` into ``out`` (see the module docstring).
 
     Returns the results document. Raises ValueError for bad input (unknown provider, missing key, ...)
@@ -144,8 +146,7 @@ def run(provider: str, model: str, systems: int, out: str | Path, seed: int = 0,
     """
     from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
-    if concurrency < 1:
-        raise ValueError(f"--concurrency must be >= 1, got {concurrency}")
+    at_least(SimpleNamespace(concurrency=concurrency), 1, "concurrency")
     settings = settings or Settings()
     check_provider(provider)
     out = Path(out)

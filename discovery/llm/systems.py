@@ -22,15 +22,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from orbitlaw.discovery.llm.prompt import REVEALED, STEPS
 from orbitlaw.provenance import atomic_path
+from orbitlaw.validate import at_least
 
 SPLIT = "llm"
-PRESETS = ("two-body-exoplanet", "two-body")
-"""One-planet presets whose systems can be prompted (the first is the default: the reference's probe set)."""
+DEFAULT_PRESET = "two-body-exoplanet"
+"""The dataset preset prompts are drawn from by default: the reference's force-probe set."""
 _INDEX = re.compile(r"^true_force_(\d+)\.npy$")
 
 
@@ -64,20 +66,26 @@ def revealed_steps(seed: int, index: int, steps: int = STEPS, k: int = REVEALED)
     return np.sort(rng.choice(steps // 2, size=k, replace=False)).astype(np.int64)
 
 
-def generate_systems(n: int, seed: int, steps: int = STEPS, preset: str = PRESETS[0]) -> list[System]:
-    """Systems 0..n-1 of ``preset`` for ``seed`` (see the module docstring)."""
+def force_probe_presets() -> tuple[str, ...]:
+    """The dataset presets whose systems can be prompted: those whose record is a ``force_probe`` set (one
+    planet, a moving star), in the records' order."""
+    from orbitlaw.orbits.presets import RECORDS
+
+    return tuple(name for name, record in RECORDS.items() if record.force_probe)
+
+
+def generate_systems(systems: int, seed: int, steps: int = STEPS, preset: str = DEFAULT_PRESET) -> list[System]:
+    """Systems 0..systems-1 of ``preset`` for ``seed`` (see the module docstring)."""
     from orbitlaw.orbits import preset_params
-    from orbitlaw.orbits.dataset import SHARD_SIZE, build_block
+    from orbitlaw.orbits.blocks import SHARD_SIZE, blocks, build_block
     from orbitlaw.orbits.tokenizer import TokenizerSpec
 
-    if n < 1:
-        raise ValueError(f"--systems must be >= 1, got {n}")
-    if preset not in PRESETS:
-        raise ValueError(f"--preset {preset!r}: LLM prompts need a one-planet preset, {' or '.join(PRESETS)}")
+    at_least(SimpleNamespace(systems=systems), 1, "systems")
+    if preset not in (choices := force_probe_presets()):
+        raise ValueError(f"--preset {preset!r}: LLM prompts need a one-planet preset, {' or '.join(choices)}")
     params, spec = preset_params(preset), TokenizerSpec()
     out: list[System] = []
-    for block in range(-(-n // SHARD_SIZE)):
-        count = min(SHARD_SIZE, n - block * SHARD_SIZE)
+    for _, block, count in blocks({SPLIT: systems}):
         arrays, _ = build_block(preset, params, spec, int(seed), SPLIT, block, count)
         pos, vel = arrays["positions"][:, :steps], arrays["velocities"][:, :steps]
         if pos.shape[1] < steps:

@@ -8,8 +8,19 @@ copy differs from it, so a new attention, dataset preset or LLM provider is one 
 
 from __future__ import annotations
 
-# orbitlaw.orbits.PRESETS (orbitlaw.orbits imports numba and scipy)
+# orbitlaw.orbits.DATASET_PRESETS (orbitlaw.orbits imports numba and scipy)
 ORBIT_PRESETS = ("vafa2025", "two-body-exoplanet", "two-body", "binary", "solar-system", "nbody")
+
+# orbitlaw.discovery.llm.systems.force_probe_presets(): the dataset presets whose record is a force-probe set
+LLM_PRESETS = ("two-body-exoplanet", "two-body")
+
+# orbitlaw.models.architectures.ARCHITECTURES (torch): name -> (summary, baseline)
+ARCHITECTURES: dict[str, tuple[str, bool]] = {
+    "gpt": ("transformer blocks: causal self-attention and a GELU MLP", False),
+    "lstm": ("LSTM blocks: x + W LSTM(LN(x)), then the transformer's MLP", True),
+    "rnn": ("tanh RNN blocks: x + W RNN(LN(x)), then the transformer's MLP", True),
+    "mamba": ("Mamba blocks: selective state-space scan (plain PyTorch, slow)", True),
+}
 
 # orbitlaw.kernels.registry.ATTENTIONS (torch): name -> (summary, uses_p)
 ATTENTIONS: dict[str, tuple[str, bool]] = {

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-
-def _names(text: str, flag: str) -> list[str]:
-    names = [n.strip() for n in text.split(",")]
-    if not all(names):
-        raise ValueError(f"{flag} must be comma-separated column names, got {text!r}")
-    return names
+from orbitlaw.commands._shared import command, default_workers, names
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "discover", help="symbolic regression of a law from a table, with a verdict",
-        description="Fit symbolic expressions of --features to --target (Pareto front of complexity vs "
-        "error, PySR-style score), simplify and refit them, and say whether the law is a power law "
-        "C * m1^a * m2^b * r^c and whether it is Newton's (a, b, c) = (1, 1, -2). Writes LAW.json and "
-        "a Pareto-front figure beside it (LAW.pareto.png).")
+    p = command(sub, "discover", run, help="symbolic regression of a law from a table, with a verdict",
+                description=DESCRIPTION)
     p.add_argument("--input", required=True, metavar="FILE.csv", help="table with the feature and target columns")
     p.add_argument("--target", required=True, metavar="COL", help="column to explain, e.g. F_pred")
     p.add_argument("--features", default="r,m1,m2", metavar="COLS",
@@ -54,25 +44,30 @@ def add_parser(sub) -> None:
                    "C*m1*m2/r**2) or acceleration (the planet's, AU/yr^2: C*m2/r**2, no planet mass)")
     p.add_argument("--subset", default="", metavar="COLS",
                    help="boolean columns that must be true for a row to be used, e.g. near_train")
-    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="seeds fitted in parallel")
+    p.add_argument("--workers", type=int, default=default_workers(), help="seeds fitted in parallel")
     p.add_argument("--out", required=True, metavar="LAW.json")
-    p.set_defaults(func=run)
+    p.set_defaults(field_flags={"first_seed": "--seed"})
 
 
 def run(args) -> int:
-    from orbitlaw.discovery.backends import SearchSettings
-    from orbitlaw.discovery.pareto_plot import plot_pareto
-    from orbitlaw.discovery.symbolic import discover_to_file
+    from orbitlaw.discovery.sr.backends import SearchSettings
+    from orbitlaw.discovery.sr.symbolic import DiscoverConfig
     from orbitlaw.provenance import OutputLock
+    from orbitlaw.validate import at_least
 
     out = Path(args.out)
     if out.suffix != ".json":
         raise ValueError(f"--out must name a .json file, got {args.out!r}")
-    if args.maxsize < 3 or (args.budget is not None and args.budget < 100):
-        raise ValueError("--maxsize must be >= 3 and --budget >= 100")
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
+    at_least(settings, 3, "maxsize")
+    at_least(settings, 100, "budget")
+    config = DiscoverConfig(target=args.target, features=names(args.features, "--features"), backend=args.backend,
+                            seeds=args.seeds, first_seed=args.seed, points=args.points, restarts=args.restarts,
+                            selection=args.selection, settings=settings, workers=args.workers,
+                            metric=args.metric or "auto", protocol=args.protocol, tolerance=args.tolerance,
+                            quantity=args.quantity, subset=names(args.subset, "--subset") if args.subset else [])
     with OutputLock.beside(out, f"law {out}"):  # one writer (and resumer) per law file
-        law = _discover(out, args, settings, discover_to_file, plot_pareto)
+        law = _discover(out, args.input, config)
     print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
                                              "newton_departure_exact", "seeds_agreeing", "seeds", "rule")},
                       "disagrees": (law["newton_test"] or {}).get("disagrees"),
@@ -80,19 +75,15 @@ def run(args) -> int:
     return 0
 
 
-def _discover(out: Path, args, settings, discover_to_file, plot_pareto) -> dict:
-    """The law of ``args.input`` written to ``out`` with its Pareto figure beside it; if the figure cannot be
-    written (a full disk), ``out`` is put back as it was before the command, so no law lands without its figure."""
+def _discover(out: Path, table: str, config) -> dict:
+    """The law of ``table`` written to ``out`` with its Pareto figure beside it; if the figure cannot be written
+    (a full disk), ``out`` is put back as it was before the command, so no law lands without its figure."""
+    from orbitlaw.discovery.sr.pareto_plot import plot_pareto
+    from orbitlaw.discovery.sr.symbolic import discover_to_file
     from orbitlaw.provenance import atomic_path
 
     before = out.read_bytes() if out.is_file() else None
-    law = discover_to_file(out, args.input, target=args.target, features=_names(args.features, "--features"),
-                           backend=args.backend, seeds=args.seeds, first_seed=args.seed, points=args.points,
-                           restarts=args.restarts,
-                           selection=args.selection,
-                           settings=settings, workers=args.workers, progress=True, metric=args.metric or "auto",
-                           protocol=args.protocol, tolerance=args.tolerance, quantity=args.quantity,
-                           subset=_names(args.subset, "--subset") if args.subset else [])
+    law = discover_to_file(out, table, config, progress=True)
     try:
         plot_pareto(law, out.with_suffix(".pareto.png"))
     except BaseException:
@@ -103,3 +94,10 @@ def _discover(out: Path, args, settings, discover_to_file, plot_pareto) -> dict:
                 tmp.write_bytes(before)
         raise
     return law
+
+
+DESCRIPTION = (  # --help's text, read when the parser is built (add_parser)
+    "Fit symbolic expressions of --features to --target (Pareto front of complexity vs "
+    "error, PySR-style score), simplify and refit them, and say whether the law is a power law "
+    "C * m1^a * m2^b * r^c and whether it is Newton's (a, b, c) = (1, 1, -2). Writes LAW.json and "
+    "a Pareto-front figure beside it (LAW.pareto.png).")

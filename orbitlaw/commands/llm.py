@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from orbitlaw.commands._choices import LLM_PROVIDERS
+from orbitlaw.commands._choices import LLM_PRESETS, LLM_PROVIDERS
+from orbitlaw.validate import at_least
 
 
 def add_parser(sub) -> None:
@@ -24,7 +25,7 @@ def add_parser(sub) -> None:
     r.add_argument("--base-url", default=None, metavar="URL", help="endpoint (required for openai-compatible)")
     r.add_argument("--systems", required=True, type=int, metavar="N")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--preset", default="two-body-exoplanet", choices=["two-body-exoplanet", "two-body"],
+    r.add_argument("--preset", default=LLM_PRESETS[0], choices=LLM_PRESETS,
                    help="where the systems come from: two-body-exoplanet (default; the reference's force-probe "
                    "set, exoplanet-prior masses) or two-body (both masses U(1e-4, 1.01e-2))")
     r.add_argument("--out", required=True, metavar="DIR")
@@ -74,8 +75,7 @@ def run(args) -> int:
     from orbitlaw.discovery.llm.runner import run as run_llm
 
     check_provider(args.provider)
-    if args.systems < 1:
-        raise ValueError(f"--systems must be >= 1, got {args.systems}")
+    at_least(args, 1, "systems")
     settings = Settings(temperature=args.temperature, max_tokens=args.max_tokens,
                         reasoning_effort=args.reasoning_effort)
     doc = run_llm(args.provider, args.model, args.systems, args.out, seed=args.seed, base_url=args.base_url,

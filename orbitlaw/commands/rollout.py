@@ -27,10 +27,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    import inspect
+
     from orbitlaw.models.rollout import write_rollout
 
-    doc = write_rollout(args.run, args.data, args.out, split=args.split, index=args.index,
-                        prompt_steps=args.prompt_steps, steps=args.steps, mode=args.mode,
-                        temperature=args.temperature, seed=args.seed, device=args.device)
+    # every flag's dest is the keyword of write_rollout that it sets
+    doc = write_rollout(**{name: getattr(args, name) for name in inspect.signature(write_rollout).parameters})
     print(json.dumps({k: doc[k] for k in ("steps", "mean_position_error_au", "mean_repeat_last_error_au")}))
     return 0

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
+
+from orbitlaw.commands._shared import add_quiet, command, default_workers
 
 
 def add_parser(sub) -> None:
-    from orbitlaw.study.presets import PRESETS  # sizes only: no torch
+    from orbitlaw.study.presets import STUDY_PRESETS, describe  # sizes only: no torch
 
-    p = sub.add_parser(
-        "run", help="the whole study: simulate, train, evaluate, probe, discover, report",
+    p = command(
+        sub, "run", run, help="the whole study: simulate, train, evaluate, probe, discover, report",
         description="Simulate the pretraining and probe sets, pretrain one GPT per attention, evaluate it "
         "(with length extrapolation), fine-tune force probes, run symbolic regression on their predictions "
         "and on a k-nearest-neighbour oracle, fold in the LLM baselines (scored from the reference answers or "
         "earlier `orbitlaw llm run` directories; never a network call) and write STUDY/report.md and "
         "STUDY/results.json. Every stage is cached by its config: a killed study resumes where it was.")
-    p.add_argument("--preset", required=True, choices=list(PRESETS),
-                   help="smoke (minutes, CPU), cpu (about an hour on 2 cores), gpu-109m (reference scale), "
-                   "gpu-109m-rope (the same with rotary positions, for length extrapolation), controls (the "
-                   "controls alone), path and path-gpu (the path from the positive control to a GPT over tokens, "
-                   "one change per rung: docs/path.md)")
+    p.add_argument("--preset", required=True, choices=list(STUDY_PRESETS), help=describe())
     p.add_argument("--protocol", default="orbitlaw", choices=["orbitlaw", "reference"],
                    help="orbitlaw (default): the toolkit's probe and symbolic regression; reference: Vafa et "
                    "al.'s protocol in every stage (docs/departures.md)")
@@ -42,15 +39,13 @@ def add_parser(sub) -> None:
                    "the reference's answers), 'none' skips")
     p.add_argument("--llm-results", default="", metavar="DIR,...",
                    help="`orbitlaw llm run` output directories to include (their cached answers)")
-    # orbitlaw.study.pipeline.default_workers(), whose module imports torch (tests/test_cli_startup.py: the same)
-    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+    p.add_argument("--workers", type=int, default=default_workers(),
                    help="processes for simulation, symbolic regression and the controls' models (side by side)")
     p.add_argument("--nproc-per-node", type=int, default=1,
                    help="train each model with torchrun on this many processes (GPUs)")
     p.add_argument("--log-to", choices=("none", "tensorboard", "wandb"), default="none",
                    help="the training stages also send their metrics to TensorBoard or Weights & Biases")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
+    add_quiet(p, "bars")
 
 
 def run(args) -> int:

@@ -1,4 +1,4 @@
-"""``orbitlaw simulate``: write an orbit dataset (see ``orbitlaw.orbits.dataset``)."""
+"""``orbitlaw simulate``: write an orbit dataset (see ``orbitlaw.orbits.writer``)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from orbitlaw.commands._choices import ATTENTIONS, describe_attentions
+from orbitlaw.commands._choices import ARCHITECTURES, ATTENTIONS, describe_attentions
 
 
 def add_parser(sub) -> None:
@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--p", type=float, default=15.0,
                    help="re-weighting power of " + ", ".join(n for n, (_, uses_p) in ATTENTIONS.items() if uses_p)
                         + " (default 15)")
-    p.add_argument("--arch", choices=("gpt", "lstm", "rnn", "mamba"), default="gpt",
+    p.add_argument("--arch", choices=tuple(ARCHITECTURES), default="gpt",
                    help="sequence-model core: transformer (gpt, default), LSTM, RNN or Mamba blocks between the "
                         "same embeddings and head; every --preset applies to each")
     p.add_argument("--pos", choices=("learned", "rope", "none"), default=None,
@@ -97,28 +97,23 @@ def _from_file(args):
     return TrainConfig(data=args.data, out=args.out, **settings)
 
 
-def run(args) -> int:
-    from orbitlaw.models.train import TrainConfig, TrainingStopped, train
+def _from_flags(args):
+    """The TrainConfig of the flags: each flag sets the field its ``dest`` names (the fields without a flag keep
+    their defaults); ``--embed-init`` goes to ``model_overrides``."""
+    import dataclasses
 
-    if args.config:
-        cfg = _from_file(args)
-        return _train(cfg, args, train, TrainingStopped)
+    from orbitlaw.models.train import TrainConfig
+
     if not args.preset:
         raise ValueError("--preset is required (or --config FILE.json with every setting)")
-    cfg = TrainConfig(data=args.data, out=args.out, preset=args.preset, attention=args.attention, arch=args.arch,
-                      p=args.p,
-                      pos=args.pos, window=args.window, max_steps=args.max_steps,
-                      checkpoint_every=args.checkpoint_every, eval_every=args.eval_every,
-                      log_every=args.log_every, batch_size=args.batch_size, micro_batch=args.micro_batch,
-                      lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup_steps, seed=args.seed,
-                      compile=args.compile, precision=args.precision, chunk_steps=args.chunk_steps,
-                      input_noise=args.input_noise, window_end=args.window_end, window_loss=args.window_loss,
-                      device=args.device, log_to=args.log_to,
-                      model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
-    return _train(cfg, args, train, TrainingStopped)
+    settings = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+    return TrainConfig(**settings, model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
 
 
-def _train(cfg, args, train, TrainingStopped) -> int:
+def run(args) -> int:
+    from orbitlaw.models.train import TrainingStopped, train
+
+    cfg = _from_file(args) if args.config else _from_flags(args)
     try:
         summary = train(cfg, resume=args.resume, progress=not args.quiet)
     except TrainingStopped as exc:

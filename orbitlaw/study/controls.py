@@ -48,7 +48,7 @@ fine-tuned probe's), ``probe_r2`` and ``probe_r2_log`` (held-out target and its 
 and ``linear_probe_r2_log_accel`` (ln|a|, the acceleration target's log),
 ``val_loss`` (the model's last validation loss; None for an oracle), ``law`` (the verdict fields of its
 LAW.json) and, for a model, ``law_frozen``: the same symbolic regression and rule on the frozen state's linear
-readout of the target (no part of the model trained to the force; ``orbitlaw.discovery.linear_probe``).
+readout of the target (no part of the model trained to the force; ``orbitlaw.discovery.probes.linear_probe``).
 """
 
 from __future__ import annotations
@@ -253,8 +253,8 @@ def _row_in_worker(out: str, spec: dict, job, data: dict, log_to: str) -> dict:
 def _law(study, name: str, probe_key: dict, probe_dir: Path, spec: dict, workers: int, progress: bool,
          frozen: bool = False) -> dict:
     """The law of a probe's predictions (``predictions.csv`` of ``probe_dir``), or with ``frozen`` of the linear
-    probes' frozen-state readout (``frozen_predictions.csv``: :func:`orbitlaw.discovery.linear_probe.frozen_readout`),
-    judged by the study's rule."""
+    probes' frozen-state readout (``frozen_predictions.csv``:
+    :func:`orbitlaw.discovery.probes.linear_probe.frozen_readout`), judged by the study's rule."""
     kind = "laws-frozen" if frozen else "laws"
     law_file = study.path("controls", kind, name, "LAW.json")
     target = spec.get("target", "force-magnitude")

@@ -181,7 +181,7 @@ def plot_controls(controls: list[dict], r2_out: Path, forces_out: Path) -> dict[
     the W = 1 control."""
     import pandas as pd
 
-    from orbitlaw.discovery.probe_data import columns
+    from orbitlaw.discovery.probes.probe_data import columns
     from orbitlaw.study.controls import target_text
 
     if not controls:

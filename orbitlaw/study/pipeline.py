@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from orbitlaw.commands._shared import default_workers  # noqa: F401 (the study's default too)
 from orbitlaw.models.tracking import check_tracker
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
 from orbitlaw.study.path import answer, run_path, summary
-from orbitlaw.study.presets import CONTROL_PRESETS, study_config
+from orbitlaw.study.presets import study_config, study_preset
 
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
@@ -35,7 +35,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         if not (Path(directory) / "results.json").is_file():
             raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
     study = stages.Study(out, progress)
-    if preset in CONTROL_PRESETS:
+    if not study_preset(preset).models:  # the controls (or the path) alone
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
         if "path" in config:
             rows, controls = run_path(study, config, workers, progress, log_to)
@@ -177,10 +177,6 @@ def _finish(study, results: dict) -> dict:
     results["figures"] = write_report(study, results)
     write_json_atomic(study.path("results.json"), results)
     return results
-
-
-def default_workers() -> int:
-    return min(2, os.cpu_count() or 1)
 
 
 def path_passes(controls: list[dict]) -> dict | None:

@@ -26,72 +26,46 @@ global masked mean, and discovers with the log-space error, the power-law screen
 and label layout, the reference symbolic regression (per-restart score, epsilon-insensitive L1) and, for
 the ``gpu-109m`` presets, fp32 training (``orbitlaw`` trains them in bf16). What a preset cannot match
 at its scale (the tiny presets' data, positions and training budget) is listed in ``config["notes"]``.
+
+Every preset is one :class:`StudyPreset` in ``STUDY_PRESETS`` (its sizes, its summary for ``--help`` and what sets
+it apart: notes, reference scale, models or not), which :func:`study_config`, the pipeline, the report and
+``orbitlaw run --preset`` read; the sizes of a study with models are built by :func:`_model_study` from what the
+preset sets, over what every such study shares.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
-PRESETS: dict[str, dict] = {
-    "smoke": {
-        "attentions": ["softmax", "lssar"],
-        "pretrain_data": {"preset": "two-body", "splits": {"train": 256, "val": 32}, "seed": 0},
-        "probe_data": {"preset": "two-body", "splits": {"train": 120}, "seed": 1},
-        "solar_data": {"preset": "solar-system", "splits": {"train": 8}, "seed": 2},
-        "train": {"preset": "tiny", "pos": "rope", "max_steps": 40, "batch_size": 8, "lr": 1e-3,
-                  "schedule": "cosine", "warmup_steps": 10, "eval_every": 20, "checkpoint_every": 20,
-                  "log_every": 10, "eval_sequences": 8, "seed": 0},
-        "evaluate": {"lengths": [1, 2, 4, 8, 16], "sequences": 16, "extrapolation_sequences": 1},
-        "probe": {"steps": 40, "batch": 8, "checkpoint_every": 20, "train_sequences": 100, "heldout_sequences": 20,
-                  "eval_train_sequences": 16, "near_train": 1000, "seed": 0},
-        "solar_probe": {"steps": 20, "batch": 8, "labels_per_sequence": 10, "seed": 0},
-        "linear_probe": {"sequences": 100, "steps_per_sequence": 5, "seed": 0},
-        "discover": {"seeds": 2, "points": 300, "restarts": 1, "budget": 10_000},
-        "attention_figure": {"sequences": 2},
-        "archs": ["lstm"],
-        "inductive_bias": {"datasets": 2, "sequences": 6, "iterations": 5, "samples": 60, "seed": 0},
-        "rollout": {"prompt_steps": 8, "steps": 24, "index": 0},
-    },
-    "cpu": {
-        "attentions": ["softmax", "lssar"],
-        "pretrain_data": {"preset": "two-body", "splits": {"train": 20_000, "val": 256}, "seed": 0},
-        "probe_data": {"preset": "two-body", "splits": {"train": 2_000}, "seed": 1},
-        "solar_data": {"preset": "solar-system", "splits": {"train": 8}, "seed": 2},
-        "train": {"preset": "tiny", "pos": "rope", "max_steps": 800, "batch_size": 16, "lr": 1e-3,
-                  "schedule": "cosine", "warmup_steps": 50, "eval_every": 100, "checkpoint_every": 100,
-                  "log_every": 25, "eval_sequences": 64, "seed": 0},
-        "evaluate": {"lengths": [1, 2, 4, 8, 16], "sequences": 128, "extrapolation_sequences": 4},
-        "probe": {"steps": 300, "batch": 16, "checkpoint_every": 100, "train_sequences": 1800, "heldout_sequences": 200,
-                  "eval_train_sequences": 64, "near_train": 5000, "seed": 0},
-        "solar_probe": {"steps": 100, "batch": 8, "labels_per_sequence": 10, "seed": 0},
-        "linear_probe": {"sequences": 1000, "steps_per_sequence": 10, "seed": 0},
-        "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
-        "attention_figure": {"sequences": 4},
-        "archs": [],
-        "inductive_bias": {"datasets": 10, "sequences": 32, "iterations": 100, "samples": 1000, "seed": 0},
-        "rollout": {"prompt_steps": 32, "steps": 96, "index": 0},
-    },
-    "gpu-109m": {
-        "attentions": ["softmax", "lssar"],
-        "pretrain_data": {"preset": "vafa2025", "splits": {"train": 10_000_000, "val": 10_000}, "seed": 0},
-        "probe_data": {"preset": "two-body-exoplanet", "splits": {"train": 10_000}, "seed": 1},
-        "solar_data": {"preset": "solar-system", "splits": {"train": 8}, "seed": 2},
-        "train": {"preset": "gpt-109m", "pos": "learned", "max_steps": 600_000, "batch_size": 512, "lr": 6e-4,
-                  "schedule": "constant", "warmup_steps": 0, "eval_every": 5_000, "checkpoint_every": 5_000,
-                  "log_every": 100, "eval_sequences": 256, "seed": 0, "precision": "bf16"},
-        "evaluate": {"lengths": [1, 2, 4, 8, 16], "sequences": 1_000, "extrapolation_sequences": 32},
-        "probe": {"steps": 10_000, "batch": 64, "checkpoint_every": 500, "train_sequences": 9_000,
-                  "heldout_sequences": 1_000,
-                  "eval_train_sequences": 256, "near_train": 5_000, "seed": 0},
-        "solar_probe": {"steps": 2_000, "batch": 8, "labels_per_sequence": 10, "seed": 0},
-        "linear_probe": {"sequences": 2_000, "steps_per_sequence": 10, "seed": 0},
-        "discover": {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000},
-        "attention_figure": {"sequences": 8},
-        "archs": [],
-        "inductive_bias": {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000, "seed": 0},
-        "rollout": {"prompt_steps": 100, "steps": 200, "index": 0},
-    },
-}
+
+@dataclass(frozen=True)
+class StudyPreset:
+    """One study preset of ``orbitlaw run``.
+
+    name: ``--preset``'s spelling; summary: one line for ``--help``; config: every stage's sizes, which
+    :func:`study_config` resolves under a protocol; models: whether it trains attention models (False: the controls
+    or the path alone); notes: what it cannot match of the reference at its scale (``config["notes"]``);
+    reference_scale: the reference's 108.5M GPT, which trains in bf16 under the ``orbitlaw`` protocol (noted) and
+    in fp32 under ``reference``; pipeline_check: its numbers only show that the pipeline works (the report says so).
+    """
+
+    name: str
+    summary: str
+    config: dict
+    models: bool = True
+    notes: tuple[str, ...] = ()
+    reference_scale: bool = False
+    pipeline_check: bool = False
+
+
+def _train(preset: str, pos: str, steps: int, batch: int, lr: float, schedule: str, warmup: int, eval_every: int,
+           checkpoint_every: int, log_every: int, eval_sequences: int, **extra) -> dict:
+    """A pretraining recipe in the keys of :class:`orbitlaw.models.train.TrainConfig` (``steps`` x ``batch``
+    sequences at learning rate ``lr``; ``extra``: further keys, appended)."""
+    return {"preset": preset, "pos": pos, "max_steps": steps, "batch_size": batch, "lr": lr, "schedule": schedule,
+            "warmup_steps": warmup, "eval_every": eval_every, "checkpoint_every": checkpoint_every,
+            "log_every": log_every, "eval_sequences": eval_sequences, **extra}
 
 
 def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: list[int], discover: dict,
@@ -118,15 +92,13 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
                   "checkpoint_every": max(1, steps // 4),
                   "log_every": max(1, steps // 20), "eval_sequences": 32},
         "full_train": {"batch_size": 32},
-        "token_train": {"preset": "tiny", "pos": "rope", "max_steps": token_steps, "batch_size": 16, "lr": 1e-3,
-                        "schedule": "cosine", "warmup_steps": max(1, token_steps // 10), "eval_every": token_steps,
-                        "checkpoint_every": max(1, token_steps // 4), "log_every": max(1, token_steps // 20),
-                        "eval_sequences": 16},
+        "token_train": _train("tiny", "rope", token_steps, 16, 1e-3, "cosine", max(1, token_steps // 10), token_steps,
+                              max(1, token_steps // 4), max(1, token_steps // 20), 16),
         # the fine-tuned probe: 3,000 cosine steps on 3,000 training systems (the weak corner of the prior,
         # m2 < 0.3 M_sun and r > 3 AU, needs them), the held-out quarter (1,000 systems) read by symbolic
         # regression; windows_per_sequence 25: each step reads a quarter of each sequence's windows, drawn anew
         # each step (the probe's errors are mostly per system; whole-sequence models read every step from one
-        # pass: discovery.probe.window_columns). Why each choice, and what it replaced: docs/history.md
+        # pass: discovery.probes.probe.window_columns). Why each choice, and what it replaced: docs/history.md
         "probe": {"steps": probe_steps, "batch": 16, "lr": 1e-3, "schedule": "cosine",
                   "checkpoint_every": max(1, probe_steps // 4), "windows_per_sequence": 25,
                   "train_sequences": probe - quarter, "heldout_sequences": quarter, "eval_train_sequences": 64,
@@ -138,32 +110,108 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
 
 
 _SR = {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000}
-PRESETS["smoke"]["controls"] = _controls(64, 48, 20, 10, [0], dict(PRESETS["smoke"]["discover"]), 10)
-PRESETS["cpu"]["controls"] = _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
-PRESETS["gpu-109m"]["controls"] = _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
-PRESETS["controls"] = {"controls": _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)}
 
-# The path from the positive control to a GPT over the toolkit's tokens (orbitlaw.study.path): the controls' data,
-# positive control and probe, then one change per rung, each rung with every attention, and at the last rung
-# two widths and three training budgets (multiples of its steps) for softmax and LSSAR. The whole-sequence rung
-# trains as the controls' `tokens` row does (300 steps of 16 sequences): its head over 2 x 7000 bins at every
-# position costs about a second a step on one core.
-PRESETS["path"] = {"controls": _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300),
-                   "path": {"attentions": ["softmax", "lssar", "laser"],
-                            "whole_train": {"batch_size": 16, "max_steps": 300},
-                            "sizes": {"attentions": ["softmax", "lssar"], "widths": [64, 128],
-                                      "budgets": [0.3, 1, 9]}}}
-PRESETS["path-gpu"] = copy.deepcopy(PRESETS["path"])  # the same rungs at sizes and budgets for one GPU
-PRESETS["path-gpu"]["path"]["whole_train"] = {"batch_size": 64, "max_steps": 8000}
-PRESETS["path-gpu"]["path"]["sizes"] = {"attentions": ["softmax", "lssar"], "widths": [128, 384],
-                                        "budgets": [0.3, 1, 9]}
 
-PRESETS["gpu-109m-rope"] = copy.deepcopy(PRESETS["gpu-109m"])
-PRESETS["gpu-109m-rope"]["train"]["pos"] = "rope"
-PRESETS["gpu-109m"]["evaluate"]["lengths"] = [1]  # learned positions: no evaluation past the block
+def _full_controls() -> dict:
+    """The controls at the size whose pass rule is judged (three training seeds; 32 minutes on 2 CPU cores)."""
+    return _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
+
+
+def _model_study(pretrain_data: dict, probe_data: dict, train: dict, evaluate: dict, probe: dict, solar_steps: int,
+                 linear_probe: dict, discover: dict, figure_sequences: int, archs: list[str], inductive_bias: dict,
+                 rollout: dict, controls: dict) -> dict:
+    """The sizes of a study with attention models, from what its preset sets; the rest every such study shares
+    (the attentions, the seeds, the solar-system probe set and its labels, the extrapolation lengths: only 1x
+    for learned positions, which cannot be evaluated past their block)."""
+    return {
+        "attentions": ["softmax", "lssar"],
+        "pretrain_data": {**pretrain_data, "seed": 0},
+        "probe_data": {**probe_data, "seed": 1},
+        "solar_data": {"preset": "solar-system", "splits": {"train": 8}, "seed": 2},
+        "train": train,
+        "evaluate": {"lengths": [1] if train["pos"] == "learned" else [1, 2, 4, 8, 16], **evaluate},
+        "probe": {**probe, "seed": 0},
+        "solar_probe": {"steps": solar_steps, "batch": 8, "labels_per_sequence": 10, "seed": 0},
+        "linear_probe": {**linear_probe, "seed": 0},
+        "discover": dict(discover),
+        "attention_figure": {"sequences": figure_sequences},
+        "archs": archs,
+        "inductive_bias": {**inductive_bias, "seed": 0},
+        "rollout": {**rollout, "index": 0},
+        "controls": controls,
+    }
+
+
+def _reference_scale(pos: str) -> dict:
+    """The reference's recipe (module docstring) with positions ``pos``; bf16 until the protocol says otherwise."""
+    return _model_study(
+        {"preset": "vafa2025", "splits": {"train": 10_000_000, "val": 10_000}},
+        {"preset": "two-body-exoplanet", "splits": {"train": 10_000}},
+        _train("gpt-109m", pos, 600_000, 512, 6e-4, "constant", 0, 5_000, 5_000, 100, 256, seed=0, precision="bf16"),
+        {"sequences": 1_000, "extrapolation_sequences": 32},
+        {"steps": 10_000, "batch": 64, "checkpoint_every": 500, "train_sequences": 9_000, "heldout_sequences": 1_000,
+         "eval_train_sequences": 256, "near_train": 5_000},
+        2_000, {"sequences": 2_000, "steps_per_sequence": 10}, _SR, 8, [],
+        {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000},
+        {"prompt_steps": 100, "steps": 200}, _full_controls())
+
+
+def _path(whole_train: dict, widths: list[int]) -> dict:
+    """The path from the positive control to a GPT over the toolkit's tokens (:mod:`orbitlaw.study.path`): the
+    controls' data, positive control and probe, then one change per rung, each rung with every attention, and at
+    the last rung two ``widths`` and three training budgets (multiples of its steps) for softmax and LSSAR; the
+    whole-sequence rung trains with ``whole_train``."""
+    return {"controls": _full_controls(),
+            "path": {"attentions": ["softmax", "lssar", "laser"], "whole_train": whole_train,
+                     "sizes": {"attentions": ["softmax", "lssar"], "widths": widths, "budgets": [0.3, 1, 9]}}}
+
+
+_SMOKE_SR = {"seeds": 2, "points": 300, "restarts": 1, "budget": 10_000}
+
+_TINY_NOTES = (
+    "pretrained on `two-body` orbits, not the reference's `vafa2025` mixture (a tiny model learns one "
+    "distribution in minutes), and probed on the same `two-body` preset (the reference probes on "
+    "`two-body-exoplanet`)",
+    "rotary positions and a cosine schedule over a CPU-sized budget, not learned positions and 600k x 512 "
+    "sequences at a constant lr",
+)
+
+STUDY_PRESETS: dict[str, StudyPreset] = {p.name: p for p in (
+    StudyPreset("smoke", "minutes, CPU", _model_study(
+        {"preset": "two-body", "splits": {"train": 256, "val": 32}}, {"preset": "two-body", "splits": {"train": 120}},
+        _train("tiny", "rope", 40, 8, 1e-3, "cosine", 10, 20, 20, 10, 8, seed=0),
+        {"sequences": 16, "extrapolation_sequences": 1},
+        {"steps": 40, "batch": 8, "checkpoint_every": 20, "train_sequences": 100, "heldout_sequences": 20,
+         "eval_train_sequences": 16, "near_train": 1000},
+        20, {"sequences": 100, "steps_per_sequence": 5}, _SMOKE_SR, 2, ["lstm"],
+        {"datasets": 2, "sequences": 6, "iterations": 5, "samples": 60}, {"prompt_steps": 8, "steps": 24},
+        _controls(64, 48, 20, 10, [0], _SMOKE_SR, 10)),
+        notes=_TINY_NOTES, pipeline_check=True),
+    StudyPreset("cpu", "about an hour on 2 cores", _model_study(
+        {"preset": "two-body", "splits": {"train": 20_000, "val": 256}},
+        {"preset": "two-body", "splits": {"train": 2_000}},
+        _train("tiny", "rope", 800, 16, 1e-3, "cosine", 50, 100, 100, 25, 64, seed=0),
+        {"sequences": 128, "extrapolation_sequences": 4},
+        {"steps": 300, "batch": 16, "checkpoint_every": 100, "train_sequences": 1800, "heldout_sequences": 200,
+         "eval_train_sequences": 64, "near_train": 5000},
+        100, {"sequences": 1000, "steps_per_sequence": 10}, _SR, 4, [],
+        {"datasets": 10, "sequences": 32, "iterations": 100, "samples": 1000}, {"prompt_steps": 32, "steps": 96},
+        _full_controls()),
+        notes=_TINY_NOTES),
+    StudyPreset("gpu-109m", "reference scale", _reference_scale("learned"), reference_scale=True),
+    StudyPreset("controls", "the controls alone", {"controls": _full_controls()}, models=False),
+    StudyPreset("path", "the path from the positive control to a GPT over tokens, one change per rung: docs/path.md",
+                # the whole-sequence rung trains as the controls' `tokens` row does (300 steps of 16 sequences):
+                # its head over 2 x 7000 bins at every position costs about a second a step on one core
+                _path({"batch_size": 16, "max_steps": 300}, [64, 128]), models=False),
+    StudyPreset("path-gpu", "path's rungs at sizes and budgets for one GPU",
+                _path({"batch_size": 64, "max_steps": 8000}, [128, 384]), models=False),
+    StudyPreset("gpu-109m-rope", "gpu-109m with rotary positions, for length extrapolation", _reference_scale("rope"),
+                notes=("rotary positions (for length extrapolation); the reference GPT has learned positions",),
+                reference_scale=True),
+)}
 
 PROTOCOLS = ("orbitlaw", "reference")
-CONTROL_PRESETS = ("controls", "path", "path-gpu")  # studies of the controls' data alone (no attention models)
 
 VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": 0.01},
                 "reference": {"selection": "score", "tolerance": 0.0}}
@@ -174,47 +222,39 @@ the controls'), per protocol; :func:`study_config` writes it into every ``discov
 ``orbitlaw``: held-out ``se`` selection at a precision of 1% RMS of ln (``discover --tolerance 0.01``): a law
 is not told apart from a simpler one it departs from by less, and a law of Newton's form is ``newtonian``
 only when the free fit's exponents and the constant, with intervals over systems, reach Newton's within that
-precision (:func:`orbitlaw.discovery.verdict.newton_test`; LAW.json's ``resolution`` says what the rows tell
+precision (:func:`orbitlaw.discovery.sr.verdict.newton_test`; LAW.json's ``resolution`` says what the rows tell
 apart). 1% was fixed with the discovery benchmark before any control ran; an exact test (0) certifies no
 learned readout, not even k-NN on the true state, whose errors are a few percent per system.
 ``reference``: the reference's score selection, which has no precision to set (0: the intervals alone)."""
 
-_TINY_NOTES = [
-    "pretrained on `two-body` orbits, not the reference's `vafa2025` mixture (a tiny model learns one "
-    "distribution in minutes), and probed on the same `two-body` preset (the reference probes on "
-    "`two-body-exoplanet`)",
-    "rotary positions and a cosine schedule over a CPU-sized budget, not learned positions and 600k x 512 "
-    "sequences at a constant lr",
-]
+
+def study_preset(name: str) -> StudyPreset:
+    """The record of study preset ``name``; a one-line ValueError naming the choices for an unknown name."""
+    if name not in STUDY_PRESETS:
+        raise ValueError(f"unknown study preset {name!r}: choose one of {', '.join(STUDY_PRESETS)}")
+    return STUDY_PRESETS[name]
+
+
+def describe() -> str:
+    """``--preset``'s help: ``name (summary)`` per study preset."""
+    return ", ".join(f"{p.name} ({p.summary})" for p in STUDY_PRESETS.values())
 
 
 def study_config(preset: str, attentions: list[str] | None = None, seed: int | None = None,
                  protocol: str = "orbitlaw", precision: str | None = None, archs: list[str] | None = None) -> dict:
-    """A deep copy of ``preset`` under ``protocol``, with the attention list, the baseline architectures
+    """A deep copy of ``preset``'s config under ``protocol``, with the attention list, the baseline architectures
     (``archs``: lstm, rnn, mamba; each one more model beside the GPTs) and (optionally) every seed shifted
     by ``seed``: every stage's settings resolved (``orbitlaw run --show-config`` prints it)."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown study preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    record = study_preset(preset)
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}: choose {' or '.join(PROTOCOLS)}")
-    config = copy.deepcopy(PRESETS[preset])
+    config = copy.deepcopy(record.config)
     config["preset"] = preset
     config["protocol"] = protocol
     config["verdict_rule"] = {**VERDICT_RULE[protocol], "protocol": protocol}
-    controls = config.get("controls")
-    if controls:
-        controls["probe"]["protocol"] = protocol
-        controls["discover"].update(protocol=protocol, **VERDICT_RULE[protocol])
-        if protocol == "reference":
-            controls["probe"].pop("windows_per_sequence", None)  # its fine-tune reads every labelled step
-        if seed:
-            for name in ("pretrain", "probe"):
-                controls["data"][name]["seed"] += seed
-            controls["probe"]["seed"] += seed
-            controls["linear_probe"]["seed"] = controls["linear_probe"].get("seed", 0) + seed
-            controls["discover"]["seed"] = controls["discover"].get("seed", 0) + seed
-            controls["seeds"] = [k + seed for k in controls["seeds"]]
-    if preset in CONTROL_PRESETS:  # the controls (or the path) alone: no attention models, no LLM baselines
+    if config.get("controls"):
+        _resolve_controls(config["controls"], protocol, seed)
+    if not record.models:  # the controls (or the path) alone: no attention models, no LLM baselines
         config["notes"] = []
         if attentions and "path" in config:
             config["path"]["attentions"] = _attentions(attentions)
@@ -222,22 +262,20 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     config["probe"]["protocol"] = protocol
     config["solar_probe"]["protocol"] = protocol
     config["discover"].update(protocol=protocol, **VERDICT_RULE[protocol])
-    notes = list(_TINY_NOTES) if preset in ("smoke", "cpu") else []
-    if protocol == "reference" and preset.startswith("gpu-109m"):
+    notes = list(record.notes)
+    if protocol == "reference" and record.reference_scale:
         config["train"]["precision"] = "fp32"
-    if preset == "gpu-109m-rope":
-        notes.append("rotary positions (for length extrapolation); the reference GPT has learned positions")
     if precision is not None:  # an explicit choice overrides the protocol's (bf16 is a documented option)
         if precision not in ("bf16", "fp32"):
             raise ValueError(f"unknown precision {precision!r}; choose bf16 or fp32")
         config["train"]["precision"] = precision
-    if config["train"].get("precision") == "bf16" and preset.startswith("gpu-109m"):
+    if config["train"].get("precision") == "bf16" and record.reference_scale:
         notes.append("bf16 autocast (the reference trains in fp32: --protocol reference or --precision fp32)")
     config["notes"] = notes
     if attentions:
         config["attentions"] = _attentions(attentions)
     if archs is not None:
-        baselines = ("lstm", "rnn", "mamba")
+        from orbitlaw.models.architectures import BASELINES as baselines  # torch: only when --arch is given
         bad = [a for a in archs if a not in baselines]
         if bad or len(set(archs)) != len(archs):
             raise ValueError(f"--arch must list distinct baselines of {', '.join(baselines)} (the GPTs are "
@@ -249,6 +287,22 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
             config[section]["seed"] += seed
         config["discover"]["seed"] = config["discover"].get("seed", 0) + seed  # the SR seeds follow too
     return config
+
+
+def _resolve_controls(controls: dict, protocol: str, seed: int | None) -> None:
+    """The controls' probe and symbolic regression under ``protocol`` (the study's one verdict rule) and every
+    seed of theirs shifted by ``seed``, in place."""
+    controls["probe"]["protocol"] = protocol
+    controls["discover"].update(protocol=protocol, **VERDICT_RULE[protocol])
+    if protocol == "reference":
+        controls["probe"].pop("windows_per_sequence", None)  # its fine-tune reads every labelled step
+    if seed:
+        for name in ("pretrain", "probe"):
+            controls["data"][name]["seed"] += seed
+        controls["probe"]["seed"] += seed
+        controls["linear_probe"]["seed"] = controls["linear_probe"].get("seed", 0) + seed
+        controls["discover"]["seed"] = controls["discover"].get("seed", 0) + seed
+        controls["seeds"] = [k + seed for k in controls["seeds"]]
 
 
 def _attentions(attentions: list[str]) -> list[str]:

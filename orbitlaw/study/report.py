@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw.provenance import write_text_atomic
+from orbitlaw.study.presets import study_preset
 
 
 def _num(x, fmt=".3f") -> str:
@@ -131,8 +132,8 @@ def discussion(results: dict) -> str:
     parts = [f"These models ({cfg['train']['preset']} GPTs, {steps} steps of {batch} sequences on {n_train:,} "
              f"`{cfg['pretrain_data']['preset']}` sequences) are far from the reference's 108.5M-parameter GPT "
              "trained on 10M sequences, so nothing here says what a large model learns."]
-    if preset == "smoke":
-        parts.append("This is the `smoke` preset: every stage runs, but the numbers only show that the pipeline "
+    if study_preset(preset).pipeline_check:
+        parts.append(f"This is the `{preset}` preset: every stage runs, but the numbers only show that the pipeline "
                      "works, not anything about the physics.")
     judged = [m for m in models if m["law"] and "expression" in m["law"]]
     newtonian = [m["attention"] for m in judged if m["law"]["newtonian"]]

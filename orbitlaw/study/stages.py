@@ -123,29 +123,29 @@ def evaluate(run: Path, data: Path, spec: dict) -> dict:
             if k in result}
 
 
-def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: bool) -> dict:
-    from orbitlaw.discovery.probe import ProbeConfig, finetune
+def run_probe(name: str, out: Path, spec: dict, progress: bool = False, **inputs: Path) -> dict:
+    """Probe ``name`` of :data:`orbitlaw.discovery.probes.registry.PROBES` with config ``spec`` plus its ``inputs``
+    (``run``, ``data``) into ``out``; what the stage keeps of its result (the record's ``stage_result``)."""
+    from orbitlaw.discovery.probes import registry
 
-    result = finetune(ProbeConfig(run=str(run), data=str(data), out=str(out), target=target, **spec),
-                      progress=progress)
-    return {"metrics": result["metrics"], "out": str(out)}
+    probe = registry.get(name)
+    cfg = probe.build(out=str(out), **{k: str(v) for k, v in inputs.items()}, **spec)
+    return probe.stage_result(probe.execute(cfg, progress=progress), out)
+
+
+def probe(run: Path, data: Path, out: Path, spec: dict, target: str, progress: bool) -> dict:
+    """The fine-tuned force probe of ``run`` for ``target``."""
+    return run_probe("finetune", out, {**spec, "target": target}, progress, run=run, data=data)
 
 
 def oracle(data: Path, out: Path, spec: dict) -> dict:
-    from orbitlaw.discovery.oracle import OracleConfig, run_oracle
-
-    keep = ("train_sequences", "heldout_sequences", "near_train", "seed", "protocol", "window_steps", "window_end",
-            "target")
-    result = run_oracle(OracleConfig(oracle=spec.get("oracle", "knn"), data=str(data), out=str(out),
-                                     context=spec.get("context"), **{k: spec[k] for k in keep if k in spec}))
-    return {"metrics": result["metrics"], "out": str(out)}
+    """An oracle (``spec["oracle"]``, default knn) on ``data``."""
+    return run_probe("oracle", out, {"oracle": "knn", **spec}, data=data)
 
 
 def linear(run: Path, data: Path, out: Path, spec: dict) -> dict:
-    from orbitlaw.discovery.linear_probe import LinearProbeConfig, linear_probes
-
-    result = linear_probes(LinearProbeConfig(run=str(run), data=str(data), out=str(out), **spec), progress=False)
-    return {"best": result["best"]}
+    """The per-layer linear probes of ``run``."""
+    return run_probe("linear", out, spec, run=run, data=data)
 
 
 def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool,
@@ -154,37 +154,34 @@ def law(predictions: Path, out: Path, spec: dict, workers: int, progress: bool,
     rule in ``spec`` (``selection``, ``tolerance``: the study's ``VERDICT_RULE``). A force probe is judged twice:
     as the force (``LAW.json``) and as the acceleration it implies, F_pred / m1 (``LAW_acceleration.json``, the
     summary's ``acceleration``), the quantity the controls' probes are judged on."""
-    from orbitlaw.discovery import probe_data
-    from orbitlaw.discovery.backends import SearchSettings
-    from orbitlaw.discovery.pareto_plot import plot_pareto
-    from orbitlaw.discovery.symbolic import discover_to_file
+    from orbitlaw.discovery.probes import probe_data
+    from orbitlaw.discovery.sr.backends import SearchSettings
+    from orbitlaw.discovery.sr.pareto_plot import plot_pareto
+    from orbitlaw.discovery.sr.symbolic import DiscoverConfig, discover_to_file
 
-    kwargs = dict(features=["r", "m1", "m2"], subset=["near_train"], seeds=spec["seeds"],
-                  first_seed=spec.get("seed", 0), points=spec["points"], restarts=spec["restarts"],
-                  settings=SearchSettings(budget=spec["budget"]), workers=workers, progress=progress,
-                  protocol=spec.get("protocol", "orbitlaw"), tolerance=spec.get("tolerance", 0.0),
-                  selection=spec.get("selection"))
-    result = discover_to_file(out, predictions, target=probe_data.columns(target)[1],
-                              quantity=probe_data.QUANTITY[target], **kwargs)
+    config = DiscoverConfig(target=probe_data.columns(target)[1], quantity=probe_data.QUANTITY[target],
+                            features=["r", "m1", "m2"], subset=["near_train"], seeds=spec["seeds"],
+                            first_seed=spec.get("seed", 0), points=spec["points"], restarts=spec["restarts"],
+                            settings=SearchSettings(budget=spec["budget"]), workers=workers,
+                            protocol=spec.get("protocol", "orbitlaw"), tolerance=spec.get("tolerance", 0.0),
+                            selection=spec.get("selection"))
+    result = discover_to_file(out, predictions, config, progress=progress)
     plot_pareto(result, out.with_suffix(".pareto.png"))
     summary = summarise_law(result)
-    if probe_data.QUANTITY[target] == "force":
+    if config.quantity == "force":
         import pandas as pd
 
         table = pd.read_csv(predictions)
         table["a_pred"] = table["F_pred"] / table["m1"]
-        accel = discover_to_file(out.with_name("LAW_acceleration.json"), table, target="a_pred",
-                                 quantity="acceleration", **kwargs)
+        accel = discover_to_file(out.with_name("LAW_acceleration.json"), table, config, progress=progress,
+                                 target="a_pred", quantity="acceleration")
         summary["acceleration"] = summarise_law(accel)
     return summary
 
 
 def inductive_bias(run: Path, data: Path, out: Path, spec: dict, progress: bool) -> dict:
-    from orbitlaw.discovery.inductive_bias import InductiveBiasConfig
-    from orbitlaw.discovery.inductive_bias import inductive_bias as probe
-
-    doc = probe(InductiveBiasConfig(run=str(run), data=str(data), out=str(out), **spec), progress=progress)
-    return {"scores": doc["scores"], "target_scores": doc["target_scores"]}
+    """The inductive-bias probe of ``run``."""
+    return run_probe("inductive-bias", out, spec, progress, run=run, data=data)
 
 
 def rollout(run: Path, data: Path, out: Path, spec: dict) -> dict:
@@ -217,8 +214,8 @@ def summarise_law(law_doc: dict | None) -> dict | None:
 def llm(reference: Path | None, extra: list[Path], out: Path, spec: dict) -> dict:
     """LLM baselines without any network call: the reference's recorded answers (scored here) and the
     results.json of earlier ``orbitlaw llm run`` directories (their cached answers)."""
-    from orbitlaw.discovery.backends import SearchSettings
     from orbitlaw.discovery.llm.runner import score
+    from orbitlaw.discovery.sr.backends import SearchSettings
 
     out.mkdir(parents=True, exist_ok=True)
     models: dict[str, dict] = {}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure  # object API: never switches the caller's backend
 
-from orbitlaw.discovery.law import ERROR_FLOOR
+from orbitlaw.discovery.sr.law import ERROR_FLOOR
 from orbitlaw.provenance import atomic_path
 
 

@@ -2,7 +2,7 @@
 
 Each backend runs one multi-objective search (error vs size) and returns the expressions of its final
 Pareto front in the placeholder symbols ``x0, x1, ...`` (column i of X). Choosing, simplifying and
-judging them is backend independent (:mod:`orbitlaw.discovery.law`).
+judging them is backend independent (:mod:`orbitlaw.discovery.sr.law`).
 
 Operator set (the reference protocol): binary ``+`` and ``*``, unary ``sin``, ``cos``, ``exp`` and the
 inverse; Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Size limit ``maxsize``
@@ -38,12 +38,12 @@ class SearchSettings:
     """Settings of one search; recorded in LAW.json. ``budget`` is Operon's evaluation budget,
     ``niterations`` PySR's."""
 
-    maxsize: int = 20
-    population: int = 200
-    budget: int = 30_000
-    local_iterations: int = 5
-    niterations: int = 100
-    loss: str = "r2"
+    maxsize: int = 20  # largest expression, in nodes
+    population: int = 200  # Operon's population
+    budget: int = 30_000  # Operon's evaluations per search
+    local_iterations: int = 5  # Levenberg-Marquardt steps per model
+    niterations: int = 100  # PySR's iterations
+    loss: str = "r2"  # LOSSES: r2 or epsilon-l1
 
     def to_dict(self) -> dict:
         return asdict(self)

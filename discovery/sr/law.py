@@ -37,9 +37,6 @@ import numpy as np
 import sympy
 from scipy.optimize import least_squares
 
-G_AU_MSUN_YR = 4 * math.pi**2
-"""Newton's constant in AU^3 / (Msun yr^2)."""
-
 LOG_ERROR_CAP = math.log(1e4)
 """Per-row cap of the log error: a prediction that is non-positive, or off by more than a factor 1e4, is
 simply wrong; capping keeps one such row from outweighing every other (and keeps the error finite)."""

@@ -8,7 +8,7 @@ labelled planet steps (AdamW, betas 0.9/0.95, weight decay 0.1 on matrices, clip
 reference: 10k steps, batch 64, lr 6e-4 for |F| and 2e-4 for the vector). ``schedule="cosine"`` instead
 decays the lr from its value to 0 over the steps (:func:`orbitlaw.models.loop.scheduled_lr`), which ends a
 short fine-tune much closer to its optimum (``benchmarks/experiments/control_variants.py``, the ``probe-*`` variants).
-Label alignment and the label split are described in :mod:`orbitlaw.discovery.probe_data`.
+Label alignment and the label split are described in :mod:`orbitlaw.discovery.probes.probe_data`.
 
 Protocols (``ProbeConfig.protocol``) fix what the head learns from which labels; the budget (steps,
 batch, lr) is free under both and defaults to the reference's:
@@ -20,7 +20,7 @@ batch, lr) is free under both and defaults to the reference's:
   scaling is an error); the loss is the mean squared error per sequence over its labelled entries, then
   the mean over the batch's sequences (:func:`sequence_mse`), so a held-out sequence with two labels
   weighs as much as a fully labelled one; held-out labels drawn by the ``reference`` layout
-  (``numpy.random.RandomState(seed)``, :func:`orbitlaw.discovery.probe_data.reference_labels`). The reference
+  (``numpy.random.RandomState(seed)``, :func:`orbitlaw.discovery.probes.labels.reference_labels`). The reference
   also selects its checkpoint by the loss on a file that holds the held-out sequences' labels: a leak,
   deliberately NOT reproduced here (the probe is always the model after the last step).
 
@@ -53,16 +53,15 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.probe_data import nearest_to_training
+from orbitlaw.discovery.probes import probe_data, probe_result
 from orbitlaw.models import checkpoint
+from orbitlaw.models.batches import batch_indices, check_vocab, read_sequences, token_offset
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.models.gpt import GPT
 from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
-from orbitlaw.models.train import batch_indices, check_vocab, read_sequences, token_offset
+from orbitlaw.validate import at_least, positive
 
-__all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "nearest_to_training", "predict",
-           "sequence_mse"]
+__all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "predict", "sequence_mse"]
 
 DEFAULT_LR = {"force-magnitude": 6e-4, "force-vector": 2e-4, "acceleration-magnitude": 6e-4}
 SCALINGS = ("log", "linear", "raw")
@@ -72,35 +71,35 @@ PROTOCOLS = {
 }
 """Per protocol: the default (orbitlaw) or fixed (reference) target scaling, the loss (``batch``: masked
 mean over the batch's labelled entries; ``sequence``: per-sequence masked mean, then the batch mean) and
-the held-out label layout (:data:`orbitlaw.discovery.probe_data.LAYOUTS`)."""
+the held-out label layout (:data:`orbitlaw.discovery.probes.labels.LAYOUTS`)."""
 
 
 @dataclass
 class ProbeConfig:
-    run: str
-    data: str
-    out: str
-    target: str = "force-magnitude"
-    split: str = "train"
-    steps: int = 10000
-    batch: int = 64
-    lr: float | None = None
-    schedule: str = "constant"
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    train_sequences: int | None = None
-    heldout_sequences: int | None = None
-    labels_per_heldout: int = 2
-    labels_per_sequence: int | None = None
-    windows_per_sequence: int | None = None
-    scaling: str | None = None
-    protocol: str = "orbitlaw"
-    seed: int = 0
-    checkpoint_every: int = 500
-    eval_batch: int = 32
-    eval_train_sequences: int = 256
-    near_train: int = 5000
-    device: str = "auto"
+    run: str  # pretrained run directory (orbitlaw train)
+    data: str  # dataset with forces
+    out: str  # PROBE directory
+    target: str = "force-magnitude"  # probe_data.TARGETS
+    split: str = "train"  # dataset split
+    steps: int = 10000  # fine-tuning steps (reference 10000)
+    batch: int = 64  # sequences per step (reference 64)
+    lr: float | None = None  # None: DEFAULT_LR of the target
+    schedule: str = "constant"  # constant or cosine (orbitlaw.models.loop.SCHEDULES)
+    weight_decay: float = 0.1  # AdamW, on matrices
+    grad_clip: float = 1.0  # gradient-norm clip (0: none)
+    train_sequences: int | None = None  # None: 90% of the split
+    heldout_sequences: int | None = None  # None: the rest
+    labels_per_heldout: int = 2  # revealed steps per held-out sequence
+    labels_per_sequence: int | None = None  # L: every sequence held out with L labels
+    windows_per_sequence: int | None = None  # a windowed run reads K labelled steps per step
+    scaling: str | None = None  # log, linear or raw (None: the protocol's)
+    protocol: str = "orbitlaw"  # orbitlaw or reference (PROTOCOLS)
+    seed: int = 0  # batches and label draw
+    checkpoint_every: int = 500  # steps between checkpoints
+    eval_batch: int = 32  # sequences per prediction batch
+    eval_train_sequences: int = 256  # training sequences also predicted
+    near_train: int = 5000  # held-out steps marked near_train
+    device: str = "auto"  # auto, cpu or cuda
 
     def validate(self) -> None:
         probe_data.resolve_device(self.device)
@@ -114,22 +113,17 @@ class ProbeConfig:
         if self.protocol == "reference" and self.scaling not in (None, fixed):
             raise ValueError(f"--protocol reference fixes the scaling to {fixed}; --scaling {self.scaling} "
                              "contradicts it")
-        for name in ("steps", "batch", "checkpoint_every", "eval_batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        at_least(self, 1, "steps", "batch", "checkpoint_every", "eval_batch", "windows_per_sequence")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown lr schedule {self.schedule!r}; choose {' or '.join(SCHEDULES)}")
-        if self.lr is not None and not self.lr > 0:
-            raise ValueError(f"--lr must be > 0, got {self.lr}")
-        if self.eval_train_sequences < 0 or self.near_train < 0:
-            raise ValueError("--eval-train-sequences and --near-train must be >= 0")
-        if self.windows_per_sequence is not None:
-            if self.windows_per_sequence < 1:
-                raise ValueError(f"--windows-per-sequence must be >= 1, got {self.windows_per_sequence}")
-            if self.protocol != "orbitlaw" or self.labels_per_sequence is not None:
-                raise ValueError("--windows-per-sequence subsamples the fully labelled training sequences of the "
-                                 "orbitlaw protocol; it cannot be combined with --protocol reference or "
-                                 "--labels-per-sequence")
+        if self.lr is not None:
+            positive(self, "lr")
+        at_least(self, 0, "eval_train_sequences", "near_train")
+        if self.windows_per_sequence is not None and (self.protocol != "orbitlaw"
+                                                      or self.labels_per_sequence is not None):
+            raise ValueError("--windows-per-sequence subsamples the fully labelled training sequences of the "
+                             "orbitlaw protocol; it cannot be combined with --protocol reference or "
+                             "--labels-per-sequence")
 
     @property
     def resolved_scaling(self) -> str:
@@ -148,6 +142,11 @@ class ProbeConfig:
         if s["windows_per_sequence"] is None:  # as the settings were before the option (resumable)
             del s["windows_per_sequence"]
         return s
+
+
+def resumable(out: Path) -> bool:
+    """Whether ``out`` holds a fine-tune checkpoint a re-run of the probe resumes from."""
+    return checkpoint.latest(out) is not None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -307,6 +306,20 @@ def window_columns(cfg: ProbeConfig, chunk: int | None, positions: int, step: in
 # The run
 
 
+def open_run(run: str, data: str, split_name: str):
+    """The pretrained ``run`` (its GPT on the CPU and its config) and the split of ``data`` it is probed on, checked
+    against each other: ``(gpt, run_config, split, context, offset)``, ``context`` the positions the run reads and
+    ``offset`` its first token's (``orbitlaw.models.batches.token_offset``)."""
+    gpt, run_config = load_run(run, "cpu")
+    split = probe_data.open_split(data, split_name)
+    check_vocab(gpt.config, split)
+    context = int(run_config["context"])
+    offset = token_offset(gpt.config)
+    if context + offset > split.tokens.shape[1]:
+        raise ValueError(f"the run's context ({context} positions) is longer than the dataset's sequences")
+    return gpt, run_config, split, context, offset
+
+
 def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     """Fine-tune (or resume) a force probe and write PROBE/predictions.csv and metrics.json.
 
@@ -316,13 +329,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     cfg.validate()
     settings = cfg.settings()
     device = probe_data.resolve_device(cfg.device)
-    gpt, run_config = load_run(cfg.run, "cpu")
-    split = probe_data.open_split(cfg.data, cfg.split)
-    check_vocab(gpt.config, split)
-    context = int(run_config["context"])
-    offset = token_offset(gpt.config)
-    if context + offset > split.tokens.shape[1]:
-        raise ValueError(f"the run's context ({context} positions) is longer than the dataset's sequences")
+    gpt, run_config, split, context, offset = open_run(cfg.run, cfg.data, cfg.split)
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
     protocol = PROTOCOLS[cfg.protocol]
@@ -344,10 +351,10 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     step = 0
     if ckpt is not None:
         _, state = checkpoint.load(ckpt, model)
-        if not probe_data.same_settings(state.get("settings") or {}, settings):
+        if not probe_result.same_settings(state.get("settings") or {}, settings):
             raise ValueError(f"{out} holds a probe checkpoint with different settings; choose another --out "
                              "or use the same settings to resume it")
-    probe_data.check_out(out, settings)
+    probe_result.check_out(out, settings)
     model.to(device)
     optimizer = make_optimizer(model, cfg)
     if ckpt is not None:
@@ -416,7 +423,7 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
              "final_loss": loss_value if math.isfinite(loss_value) else None,
              "alignment": "hidden state at the token planet j of step t is read at (probe_data.read_token) "
                           f"predicts the {cfg.target} of planet j at step t"}
-    return probe_data.write_result(out, split, rows, pred, cfg.target, "finetune", settings, extra,
+    return probe_result.write_result(out, split, rows, pred, cfg.target, "finetune", settings, extra,
                                    near_k=cfg.near_train,
-                                   eligible=probe_data.full_window(rows, gpt.config.chunk, offset))
+                                   eligible=probe_result.full_window(rows, gpt.config.chunk, offset))
 

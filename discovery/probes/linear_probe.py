@@ -4,7 +4,7 @@ find |F| linearly decodable, R^2 > 0.998, from short-context models and Kepler e
 
 For each layer l = 0 (embeddings) .. n_layer (last block; the residual stream before the final
 LayerNorm), the hidden state h_l (d_model) at the planet token of step t (alignment as
-:mod:`orbitlaw.discovery.probe_data`) is regressed on each target by ridge regression: features standardised on
+:mod:`orbitlaw.discovery.probes.probe_data`) is regressed on each target by ridge regression: features standardised on
 the training rows, each target standardised, the penalty chosen per target from a log grid by efficient
 leave-one-out cross-validation (``sklearn.linear_model.RidgeCV``). Training rows come from the first
 sequences of the split, evaluation rows from the held-out sequences (the probe's split); the score is the
@@ -35,10 +35,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from orbitlaw.discovery import probe_data
+from orbitlaw.discovery.probes import probe_data
+from orbitlaw.models.batches import check_vocab, read_sequences, token_offset
 from orbitlaw.models.evaluate import load_run
-from orbitlaw.models.train import check_vocab, read_sequences, token_offset
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.validate import at_least
 
 LINEAR_TARGETS = ("force_magnitude", "log_force_magnitude", "force_x", "force_y", "accel_x", "accel_y",
                   "log_accel_magnitude", "log_star_accel_magnitude", "log_m1", "log_m2", "inverse_r2", "r", "x",
@@ -48,23 +49,21 @@ ALPHAS = tuple(10.0**k for k in range(-3, 6))
 
 @dataclass
 class LinearProbeConfig:
-    run: str
-    data: str
-    out: str
-    split: str = "train"
-    train_sequences: int | None = None
-    heldout_sequences: int | None = None
-    sequences: int = 2000
-    steps_per_sequence: int = 10
-    batch: int = 32
-    seed: int = 0
-    device: str = "auto"
+    run: str  # pretrained run directory
+    data: str  # dataset with forces
+    out: str  # output directory
+    split: str = "train"  # dataset split
+    train_sequences: int | None = None  # None: 90% of the split
+    heldout_sequences: int | None = None  # None: the rest
+    sequences: int = 2000  # at most this many training and held-out sequences
+    steps_per_sequence: int = 10  # planet steps drawn per sequence
+    batch: int = 32  # sequences per forward pass
+    seed: int = 0  # the rows' draw
+    device: str = "auto"  # auto, cpu or cuda
 
     def validate(self) -> None:
         probe_data.resolve_device(self.device)
-        for name in ("sequences", "steps_per_sequence", "batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        at_least(self, 1, "sequences", "steps_per_sequence", "batch")
 
     def settings(self) -> dict:
         s = asdict(self)

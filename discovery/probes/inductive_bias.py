@@ -54,12 +54,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from orbitlaw.discovery import probe_data
-from orbitlaw.discovery.probe import ForceProbe, predict, sequence_mse
-from orbitlaw.models.evaluate import load_run
+from orbitlaw.discovery.probes import probe_data
+from orbitlaw.discovery.probes.probe import ForceProbe, open_run, predict, sequence_mse
+from orbitlaw.models.batches import read_sequences
 from orbitlaw.models.loop import adamw, autocast
-from orbitlaw.models.train import check_vocab, read_sequences, token_offset
 from orbitlaw.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
+from orbitlaw.validate import at_least, positive
 
 REFERENCE_SIZES = {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000}
 """The reference's sizes (``--reference-sizes``)."""
@@ -71,35 +71,28 @@ PROJECTION_ROWS = 400
 
 @dataclass
 class InductiveBiasConfig:
-    run: str
-    data: str
-    out: str
-    split: str = "train"
-    datasets: int = 10
-    sequences: int = 32
-    labels_per_sequence: int = 2
-    iterations: int = 100
-    lr: float = 6e-4
-    samples: int = 1000
-    bins: int = 20
-    candidates: int = 50
-    seed: int = 0
-    batch: int = 32
-    device: str = "auto"
+    run: str  # pretrained run directory
+    data: str  # dataset with forces
+    out: str  # PROBE directory
+    split: str = "train"  # dataset split
+    datasets: int = 10  # random-function datasets (reference 100)
+    sequences: int = 32  # sequences per dataset (reference 100)
+    labels_per_sequence: int = 2  # revealed planet steps per sequence
+    iterations: int = 100  # full-batch fine-tuning steps per dataset
+    lr: float = 6e-4  # constant AdamW learning rate
+    samples: int = 1000  # unrevealed steps compared pairwise per dataset (reference 2000)
+    bins: int = 20  # bins of the oracle distance
+    candidates: int = 50  # Gaussian projections tried per dataset
+    seed: int = 0  # datasets, projections, oracle MLP
+    batch: int = 32  # micro-batch of sequences (not in the settings)
+    device: str = "auto"  # auto, cpu or cuda
 
     def validate(self) -> None:
         probe_data.resolve_device(self.device)
-        flags = {"sequences": "dataset-sequences", "batch": "eval-batch"}
-        for name in ("datasets", "sequences", "labels_per_sequence", "iterations", "bins", "candidates", "batch"):
-            if getattr(self, name) < 1:
-                flag = flags.get(name, name.replace("_", "-"))
-                raise ValueError(f"--{flag} must be >= 1, got {getattr(self, name)}")
-        if self.samples < 2:
-            raise ValueError(f"--samples must be >= 2, got {self.samples}")
-        if not self.lr > 0:
-            raise ValueError(f"--lr must be > 0, got {self.lr}")
-        if self.seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {self.seed}")
+        at_least(self, 1, "datasets", "sequences", "labels_per_sequence", "iterations", "bins", "candidates", "batch")
+        at_least(self, 2, "samples")
+        positive(self, "lr")
+        at_least(self, 0, "seed")
 
     def settings(self) -> dict:
         s = asdict(self)
@@ -107,6 +100,22 @@ class InductiveBiasConfig:
             s.pop(name)
         s["run"], s["data"] = str(Path(self.run).resolve()), str(Path(self.data).resolve())
         return s
+
+
+def from_flags(args, values: dict) -> dict:
+    """The config's ``values`` with ``--reference-sizes`` (``args.reference_sizes``): :data:`REFERENCE_SIZES` for
+    sizes not given (giving both is a ValueError)."""
+    if not args.reference_sizes:
+        return values
+    if any(name in values for name in REFERENCE_SIZES):
+        raise ValueError("--reference-sizes sets --datasets, --dataset-sequences, --iterations and --samples; "
+                         "give either")
+    return {**values, **REFERENCE_SIZES}
+
+
+def resumable(out: Path) -> bool:
+    """Whether ``out`` holds finished datasets a re-run of the probe keeps."""
+    return any((out / "datasets").glob("*.npz"))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -308,15 +317,9 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
     cfg.validate()
     settings = cfg.settings()
     device = probe_data.resolve_device(cfg.device)
-    gpt, run_config = load_run(cfg.run, "cpu")
-    split = probe_data.open_split(cfg.data, cfg.split)
-    check_vocab(gpt.config, split)
+    gpt, run_config, split, context, offset = open_run(cfg.run, cfg.data, cfg.split)
     if cfg.sequences > len(split):
         raise ValueError(f"--dataset-sequences {cfg.sequences} is more than the split's {len(split)} sequences")
-    context = int(run_config["context"])
-    offset = token_offset(gpt.config)
-    if context + offset > split.tokens.shape[1]:
-        raise ValueError(f"the run's context ({context} positions) is longer than the dataset's sequences")
     from orbitlaw.models import checkpoint
 
     settings["checkpoint"] = checkpoint.latest(Path(cfg.run)).name  # a run trained further is another model

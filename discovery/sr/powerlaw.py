@@ -8,8 +8,8 @@ orders of magnitude (a raw-scale loss is dominated by the few largest rows). The
 law with each exponent rounded to the nearest integer, (ii) rounded to the nearest half or third
 (Kepler's third law, P = a^(3/2) M^(-1/2)) and (iii) the free fit's real exponents, rounded to
 ``FREE_DECIMALS`` decimals (r^-2.05). They compete with the search's candidates on held-out rows like any
-other (:func:`orbitlaw.discovery.symbolic.fit_seed`); a non-integer exponent costs complexity
-(:func:`orbitlaw.discovery.law.complexity`), so it is chosen only when the rows resolve its gain.
+other (:func:`orbitlaw.discovery.sr.seed_fit.fit_seed`); a non-integer exponent costs complexity
+(:func:`orbitlaw.discovery.sr.law.complexity`), so it is chosen only when the rows resolve its gain.
 
 Constants are fitted as the median of ``ln F - sum_j k_j ln x_j`` (the least-absolute-deviation fit in
 log space): a few corrupted rows move it by a few quantiles of the noise, not by their size.

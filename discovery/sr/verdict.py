@@ -32,15 +32,15 @@ import math
 import numpy as np
 import sympy
 
-from orbitlaw.discovery import powerlaw
-from orbitlaw.discovery.law import G_AU_MSUN_YR, error
-from orbitlaw.discovery.powerlaw import exponent_errors  # noqa: F401  (the verdict's standard errors)
+from orbitlaw.discovery.sr import powerlaw
+from orbitlaw.discovery.sr.law import error
+from orbitlaw.orbits.constants import G_EXACT
 
 VERDICTS = ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law", "inconclusive")
 
 MIN_VERDICT_ROWS = 100
 """Fewer usable rows than this: inconclusive. Each seed searches on one half of its rows and selects on the
-other (:func:`orbitlaw.discovery.symbolic.fit_seed`), so below 100 a seed would select among laws on < 50 rows."""
+other (:func:`orbitlaw.discovery.sr.seed_fit.fit_seed`), so below 100 a seed would select among laws on < 50 rows."""
 
 MAX_EXPONENT_SE = 0.25
 """An exponent is decided when its standard error is at most this: the 95% interval (about +-2 se) then
@@ -69,7 +69,7 @@ def _exponents_are(power: dict | None, wanted: dict) -> bool:
 
 
 def form_grade(power: dict | None, quantity: str = "force") -> str:
-    """The grade of one law from its form alone (``power`` as :func:`orbitlaw.discovery.law.power_law` returns it,
+    """The grade of one law from its form alone (``power`` as :func:`orbitlaw.discovery.sr.law.power_law` returns it,
     exponents keyed by feature name), for ``quantity`` (``QUANTITIES``)."""
     newton = newton_exponents(quantity)
     if power is None:
@@ -149,8 +149,8 @@ def newton_test(X: np.ndarray, y: np.ndarray, features: list[str], quantity: str
         if not (a - al <= k <= b + al):
             disagrees.append(f"exponent of {f} {(a + b) / 2:+.3f} ([{a:+.3f}, {b:+.3f}]) is not {k:+g} within "
                              f"{al:.3f}")
-    if not (c_lo * math.exp(-precision - ROUND_OFF) <= G_AU_MSUN_YR <= c_hi * math.exp(precision + ROUND_OFF)):
-        disagrees.append(f"constant {c:.4g} ([{c_lo:.4g}, {c_hi:.4g}]) is not 4π² = {G_AU_MSUN_YR:.4g} within "
+    if not (c_lo * math.exp(-precision - ROUND_OFF) <= G_EXACT <= c_hi * math.exp(precision + ROUND_OFF)):
+        disagrees.append(f"constant {c:.4g} ([{c_lo:.4g}, {c_hi:.4g}]) is not 4π² = {G_EXACT:.4g} within "
                          f"{precision:.0%}")
     rms = precision + max(float(np.max(np.where(np.isfinite(spread), half * spread, 0.0))), c_half)
     return {
@@ -170,7 +170,7 @@ def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, ba
           exponent_se: dict[str, float] | None = None, quantity: str = "force",
           test: dict | None = None) -> tuple[str, list[str]]:
     """The verdict and, when it is ``inconclusive``, the reasons (else an empty list). ``exponent_se``: the
-    standard error of each feature's exponent of a power law (:func:`exponent_errors`); ``test``: the rows'
+    standard error of each feature's exponent of a power law (:func:`powerlaw.exponent_errors`); ``test``: the rows'
     :func:`newton_test` (a law of Newton's form is ``newtonian`` only when it is consistent; ``power-law``
     when it is not or when there is no test)."""
     reasons = []

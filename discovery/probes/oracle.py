@@ -11,7 +11,7 @@
   W = ``window_steps`` steps reads at the row: the W (N + 1) body positions (AU) ending at the planet's
   token (the first positions of a sequence repeat its first position), standardised on the labels. They
   say what those positions can tell. As for a chunked model, ``near_train`` (the symbolic regression's
-  rows) picks only rows that see a whole window (:func:`orbitlaw.discovery.probe_data.full_window`).
+  rows) picks only rows that see a whole window (:func:`orbitlaw.discovery.probes.probe_result.full_window`).
 - ``true-law``: Newton's law itself, F = G m1 m2 / r^2 along the planet-star line (|a| = G m2 / r^2 for
   the acceleration), G = 4 pi^2 AU^3 M_sun^-1 yr^-2. Exact on two-body data (R^2 = 1 up to rounding); on
   nbody data it misses the planets' mutual pulls.
@@ -28,50 +28,45 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw import orbits
-from orbitlaw.discovery import probe_data
+from orbitlaw.discovery.probes import labels, probe_data, probe_result
+from orbitlaw.discovery.probes.registry import ORACLES
 from orbitlaw.models.gpt import WINDOW_ENDS
-
-ORACLES = ("knn", "true-law", "knn-window", "mlp-window")
+from orbitlaw.validate import at_least
 
 
 @dataclass
 class OracleConfig:
-    oracle: str
-    data: str
-    out: str
-    target: str = "force-magnitude"
-    split: str = "train"
-    context: int | None = None
-    train_sequences: int | None = None
-    heldout_sequences: int | None = None
-    labels_per_heldout: int = 2
-    labels_per_sequence: int | None = None
-    neighbors: int = 2
-    window_steps: int = 3
-    window_end: str = "planet"
-    seed: int = 0
-    near_train: int = 5000
-    protocol: str = "orbitlaw"
+    oracle: str  # ORACLES
+    data: str  # dataset with forces
+    out: str  # PROBE directory
+    target: str = "force-magnitude"  # probe_data.TARGETS
+    split: str = "train"  # dataset split
+    context: int | None = None  # tokens per sequence (None: all)
+    train_sequences: int | None = None  # None: 90% of the split
+    heldout_sequences: int | None = None  # None: the rest
+    labels_per_heldout: int = 2  # revealed steps per held-out sequence
+    labels_per_sequence: int | None = None  # L: every sequence held out with L labels
+    neighbors: int = 2  # k of the k-NN oracles
+    window_steps: int = 3  # W: steps of raw positions the window oracles read
+    window_end: str = "planet"  # the window ends at the planet's token or the step's last
+    seed: int = 0  # label draw, MLP
+    near_train: int = 5000  # held-out steps marked near_train
+    protocol: str = "orbitlaw"  # the label layout: orbitlaw or reference
 
     def validate(self) -> None:
-        if self.protocol not in probe_data.LAYOUTS:
+        if self.protocol not in labels.LAYOUTS:
             raise ValueError(f"unknown protocol {self.protocol!r}; choose orbitlaw or reference")
         if self.oracle not in ORACLES:
             raise ValueError(f"unknown oracle {self.oracle!r}; choose one of {', '.join(ORACLES)}")
         if self.target not in probe_data.TARGETS:
             raise ValueError(f"unknown target {self.target!r}; choose {', '.join(probe_data.TARGETS)}")
-        if self.context is not None and self.context < 2:
-            raise ValueError(f"--context must be >= 2, got {self.context}")
-        if self.window_steps < 1:
-            raise ValueError(f"--window-steps must be >= 1, got {self.window_steps}")
+        at_least(self, 2, "context")
+        at_least(self, 1, "window_steps", "neighbors")
+        at_least(self, 0, "near_train")
         if self.window_end not in WINDOW_ENDS:
             raise ValueError(f"unknown --window-end {self.window_end!r}; choose {' or '.join(WINDOW_ENDS)}")
         if self.window_end != "planet" and not self.oracle.endswith("-window"):
             raise ValueError(f"--window-end is for the window oracles; --oracle {self.oracle} reads the true state")
-        if self.neighbors < 1:
-            raise ValueError(f"--neighbors must be >= 1, got {self.neighbors}")
-        if self.near_train < 0:
-            raise ValueError("--near-train must be >= 0")
 
     def settings(self) -> dict:
         s = asdict(self)
@@ -158,7 +153,7 @@ def run_oracle(cfg: OracleConfig) -> dict:
                                    cfg.seed, cfg.labels_per_sequence)
     rows = probe_data.build_rows(split, plan, context, cfg.protocol, cfg.window_end)  # the protocol's label draw
     settings.update(plan=asdict(plan), context=context)
-    probe_data.check_out(Path(cfg.out), settings)
+    probe_result.check_out(Path(cfg.out), settings)
     eligible = None  # the state oracles read every row whole
     if cfg.oracle == "true-law":
         pred = true_law(rows, cfg.target)
@@ -167,6 +162,6 @@ def run_oracle(cfg: OracleConfig) -> dict:
     else:
         X = window_features(split, rows, cfg.window_steps)
         pred = fit_predict_window(X, rows, cfg.target, cfg.oracle, cfg.neighbors, cfg.seed)
-        eligible = probe_data.full_window(rows, X.shape[1] // 2, offset=1)  # continuous index token - 1
-    return probe_data.write_result(Path(cfg.out), split, rows, pred, cfg.target, cfg.oracle, settings,
+        eligible = probe_result.full_window(rows, X.shape[1] // 2, offset=1)  # continuous index token - 1
+    return probe_result.write_result(Path(cfg.out), split, rows, pred, cfg.target, cfg.oracle, settings,
                                    near_k=cfg.near_train, eligible=eligible)

@@ -1,0 +1,277 @@
+"""Writing a dataset: sharded, resumable and atomic, with worker processes.
+
+Layout of a dataset directory::
+
+    DIR/manifest.json          format version, preset, generator parameters, seed, tokenizer, splits
+    DIR/<split>/tokens.npy     (n, seq_len, 2) uint16, memory-mappable
+    DIR/<split>/<field>.npy    per-sequence physics in float64 (see ``blocks.fields``)
+
+The blocks of :mod:`orbitlaw.orbits.blocks` are built by ``workers`` processes, each written at its offset in
+files allocated at full size up front. A run writes into a staging directory ``.DIR.partial`` beside ``DIR``,
+records each finished block (after flushing it) in ``done.jsonl``, and renames the staging directory to ``DIR``
+only when every block is written and the manifest (:mod:`orbitlaw.orbits.manifest`) is in place: a killed run
+re-run with the same command resumes and ends with the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import shutil
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+from numpy.lib.format import open_memmap
+
+from orbitlaw.orbits import presets
+from orbitlaw.orbits.blocks import SHARD_SIZE, blocks, build_block, check_block_size, fields, sequence_bytes
+from orbitlaw.orbits.manifest import (
+    build_manifest,
+    check_split_names,
+    config_hash,
+    dataset_config,
+    parse_splits,
+)
+from orbitlaw.orbits.tokenizer import TokenizerSpec
+from orbitlaw.orbits.workers import die_with_parent
+from orbitlaw.provenance import OutputLock, naming, write_json_atomic
+from orbitlaw.validate import at_least
+
+
+def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Path, workers: int = 1,
+             overrides: dict | None = None, progress: bool = True) -> Path:
+    """Generate a dataset into ``out`` (see the module docstring); returns its path.
+
+    Re-running with the same arguments after a kill resumes; re-running after completion is a no-op.
+    Refuses (ValueError) to touch an existing different dataset or a non-dataset directory.
+    """
+    if isinstance(splits, str):
+        splits = parse_splits(splits)
+    if not splits:
+        raise ValueError("no splits given")
+    check_split_names(splits)
+    at_least(SimpleNamespace(workers=workers), 1, "workers")
+    params = presets.preset_params(preset, overrides)
+    spec = TokenizerSpec()
+    check_block_size(preset, params)
+    config = dataset_config(preset, params, spec, seed, splits)
+    digest = config_hash(config)
+    out = Path(out)
+    if out.name in ("", ".", ".."):  # "." or "dir/..": name the directory itself
+        out = out.resolve()
+    if (out / "manifest.json").exists():
+        existing = json.loads((out / "manifest.json").read_text())
+        if existing.get("config_hash") == digest:
+            return out
+        raise ValueError(f"{out} holds a different dataset (preset {existing.get('preset')}, seed "
+                         f"{existing.get('seed')}, splits {existing.get('splits')}); refusing to overwrite "
+                         "it")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} exists and is not an orbitlaw dataset; refusing to overwrite it")
+    with OutputLock.beside(out, f"dataset {out}"):
+        return _simulate_locked(preset, splits, seed, out, workers, params, spec, config, digest, progress)
+
+
+def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
+    if (out / "manifest.json").exists():  # another process finished it while this one waited to start
+        return out
+    stage = out.parent / f".{out.name}.partial"
+    config_path = stage / "config.json"
+    staged_manifest = stage / "manifest.json"
+    if staged_manifest.exists() and json.loads(staged_manifest.read_text()).get("config_hash") == digest:
+        return _publish(stage, out)  # killed after finishing, before the final rename
+    if stage.exists() and config_path.exists():
+        staged = json.loads(config_path.read_text())
+        if config_hash(staged) != digest:
+            raise ValueError(f"{stage} holds an unfinished run of a different dataset; remove it or re-run "
+                             "that command to finish it")
+    else:
+        if stage.exists():
+            shutil.rmtree(stage)  # killed before its config was written: nothing to keep
+        _check_disk(out, preset, params, splits)
+        # Generate a couple of sequences first, so that a bad parameter fails now, before any file exists.
+        first = next(iter(splits))
+        build_block(preset, params, spec, int(seed), first, 0, min(2, splits[first]))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp_stage = out.parent / f".{out.name}.partial.new"
+        shutil.rmtree(tmp_stage, ignore_errors=True)
+        tmp_stage.mkdir()
+        try:
+            _allocate(tmp_stage, config, out)
+            write_json_atomic(tmp_stage / "config.json", config)
+        except BaseException:
+            shutil.rmtree(tmp_stage, ignore_errors=True)
+            raise
+        os.replace(tmp_stage, stage)
+
+    done_path = stage / "done.jsonl"
+    done = _read_done(done_path)
+    layouts = _npy_layouts(stage, config)
+    todo = [(str(stage), config, layouts[s], s, b, c) for s, b, c in blocks(splits) if (s, b) not in done]
+    total = sum(splits.values())
+    _run_blocks(todo, done, done_path, workers, total, progress, preset)
+
+    _fsync_tree(stage)
+    manifest = build_manifest(config, digest, done)
+    write_json_atomic(stage / "manifest.json", manifest)
+    return _publish(stage, out)
+
+
+def _publish(stage: Path, out: Path) -> Path:
+    """Drop the staging bookkeeping and move the finished dataset into place."""
+    for name in ("config.json", "done.jsonl"):
+        (stage / name).unlink(missing_ok=True)
+    if out.exists():
+        out.rmdir()
+    os.replace(stage, out)
+    return out
+
+
+def _run_blocks(todo, done, done_path, workers, total, progress, preset) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, initial=sum(r["count"] for r in done.values()), unit="seq", unit_scale=True,
+               desc=f"simulate {preset}", disable=not progress, smoothing=0.1)
+    with open(done_path, "a") as log:
+        def record(rec):
+            log.write(json.dumps(rec, sort_keys=True) + "\n")
+            log.flush()
+            done[(rec["split"], rec["block"])] = rec
+            bar.update(rec["count"])
+
+        if workers == 1 or len(todo) <= 1:
+            for task in todo:
+                record(_write_block(task))
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=ctx, initializer=die_with_parent,
+                                       initargs=(os.getpid(),))
+            try:
+                for future in as_completed([pool.submit(_write_block, task) for task in todo]):
+                    record(future.result())
+            except BrokenProcessPool:
+                raise RuntimeError("a worker process died (killed, or out of memory); the finished blocks "
+                                   "are kept: re-run the same command to resume") from None
+            finally:  # on an error or Ctrl-C, do not wait for the queued blocks
+                pool.shutdown(wait=True, cancel_futures=True)
+    bar.close()
+
+
+
+def _check_disk(out: Path, preset: str, params: dict, splits: dict[str, int]) -> None:
+    """Refuse splits whose files cannot fit on the disk that will hold ``out`` (an OSError, as a full disk is: one
+    line naming the split and the sizes), before anything is written (the files are allocated at full size up
+    front)."""
+    need = sequence_bytes(preset, params) * sum(splits.values())
+    where = Path(out).absolute().parent
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if need > free:
+        name = max(splits, key=splits.get)
+        raise OSError(f"No space left for --splits {name}={splits[name]}: the dataset needs {_bytes_text(need)}, "
+                      f"{where} has {_bytes_text(free)} free; lower the split sizes or choose an --out with more space")
+
+
+def _bytes_text(n: int) -> str:
+    """``n`` bytes as a short text: '3.2 GiB', '98 TiB'."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "bytes" else f"{n} bytes"
+        n /= 1024
+
+
+
+def _allocate(stage: Path, config: dict, dest: Path | None = None) -> None:
+    """Create every output file at full size up front, so a full disk fails now, not mid-run; a full disk is
+    reported naming the file as it will be called in ``dest`` (the dataset directory)."""
+    schema = fields(config["preset"], config["params"])
+    for split, n in config["splits"].items():
+        (stage / split).mkdir(parents=True, exist_ok=True)
+        for name, (dtype, shape) in schema.items():
+            path = stage / split / f"{name}.npy"
+            mm = open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=(n, *shape))
+            size = path.stat().st_size
+            del mm
+            fd = os.open(path, os.O_RDWR)
+            try:
+                with naming(Path(dest) / split / path.name if dest else path):  # the OS names no file
+                    os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+
+
+def _npy_layouts(stage: Path, config: dict) -> dict[str, dict[str, tuple[tuple[int, ...], np.dtype, int]]]:
+    """Shape, dtype and data offset (bytes) of every preallocated .npy file, per split and field, read from
+    the headers once (numpy parses a header with ``ast``: too slow to repeat for every block)."""
+    schema = fields(config["preset"], config["params"])
+    layouts = {}
+    for split in config["splits"]:
+        layouts[split] = {}
+        for name in schema:
+            with open(stage / split / f"{name}.npy", "rb") as f:
+                version = np.lib.format.read_magic(f)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(f)
+                layouts[split][name] = (shape, dtype, f.tell())
+    return layouts
+
+
+def _write_block(task) -> dict:
+    """Worker: build one block, write it at its offset in the preallocated files, return its digests.
+
+    The bytes reach the page cache before the block is recorded as done, so they survive a killed
+    process; ``simulate`` fsyncs every file once at the end, before the manifest is written.
+    """
+    stage, config, layout, split, block, count = task
+    spec = TokenizerSpec.from_dict(config["tokenizer"])
+    arrays, outside = build_block(config["preset"], config["params"], spec, config["seed"], split, block,
+                                  count)
+    digests = {}
+    for name, values in arrays.items():
+        path = Path(stage) / split / f"{name}.npy"
+        shape, dtype, start = layout[name]
+        values = np.ascontiguousarray(values, dtype=dtype)
+        data = memoryview(values).cast("B")  # the array's bytes, without a copy
+        offset = start + block * SHARD_SIZE * dtype.itemsize * math.prod(shape[1:])
+        fd = os.open(path, os.O_RDWR)
+        try:
+            if os.pwrite(fd, data, offset) != len(data):
+                raise OSError(f"short write to {path}")
+            # Start writing these pages to disk now, in the background (and let the kernel drop them
+            # once clean), so the final fsync has little left to wait for and the page cache does
+            # not fill with the whole dataset.
+            os.posix_fadvise(fd, offset, len(data), os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        digests[name] = hashlib.sha256(data).hexdigest()
+    return {"split": split, "block": block, "count": count, "outside": outside, "sha256": digests}
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*.npy")):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _read_done(path: Path) -> dict[tuple[str, int], dict]:
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill: that block is simply redone
+            done[(rec["split"], rec["block"])] = rec
+    return done
+
