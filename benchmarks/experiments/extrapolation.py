@@ -16,7 +16,6 @@ and the ratio to the same seed's loss at 1x; settings, machine, code version) an
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sweep import add_sweep_arguments, chosen_variants, plot_curves, run_all
+from sweep import add_sweep_arguments, chosen_variants, plot_curves, run_all, sweep_parser
 
 LENGTHS = (1, 2, 4, 8, 16)
 
@@ -77,9 +76,7 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=300)
+    parser = sweep_parser(__doc__, 300)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--context", type=int, default=64, help="training context (tokens)")
     parser.add_argument("--width", type=int, default=64, help="model width (tiny's is 128)")

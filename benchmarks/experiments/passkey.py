@@ -11,7 +11,6 @@ variant, length and seed, mean and sd; settings, machine, code version) and a fi
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sweep import add_sweep_arguments, chosen_variants, plot_curves, run_all
+from sweep import add_sweep_arguments, chosen_variants, plot_curves, run_all, sweep_parser
 
 
 def one_run(task: dict) -> dict:
@@ -40,9 +39,7 @@ def one_run(task: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=400)
+    parser = sweep_parser(__doc__, 400)
     parser.add_argument("--train-length", type=int, default=32)
     parser.add_argument("--test-samples", type=int, default=200, help="test sequences per length")
     add_sweep_arguments(parser, "/tmp/orbitlaw-passkey-bench", "benchmarks/results/passkey.json")

@@ -10,6 +10,17 @@ from multiprocessing import get_context
 from pathlib import Path
 
 
+def sweep_parser(doc: str, steps: int):
+    """A sweep's parser (``doc``'s first line as its description) with the flags every sweep starts with:
+    ``--seeds`` (training seeds per variant) and ``--steps`` (training steps, default ``steps``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=steps)
+    return parser
+
+
 def add_sweep_arguments(parser, work: str, out: str) -> None:
     """The flags every sweep takes after its own: LSSAR's ``--p``, ``--only`` (labels), ``--workers``, the scratch
     folder ``--work`` (resumable runs) and the result ``--out``."""
