@@ -14,6 +14,7 @@ import torch
 
 from orbitlaw.models.gpt import GPTConfig
 from orbitlaw.orbits.tokenizer import check_ids
+from orbitlaw.validate import FieldError
 
 
 def sample_order(seed: int, epoch: int, n: int) -> np.ndarray:
@@ -67,11 +68,11 @@ def model_window_tokens(window_steps: int | None, split) -> int | None:
         return None
     counts = np.unique(np.asarray(split.n_planets))
     if len(counts) != 1:
-        raise ValueError("--chunk-steps needs one planet count per dataset (this one mixes "
+        raise FieldError(message="`chunk_steps` needs one planet count per dataset (this one mixes "
                          f"{', '.join(map(str, counts))})")
     tokens = window_steps * (int(counts[0]) + 1)
     if tokens > split.tokens.shape[1] - 2:
-        raise ValueError(f"--chunk-steps {window_steps} ({tokens} positions) does not fit the dataset's "
+        raise FieldError(message=f"`chunk_steps` {window_steps} ({tokens} positions) does not fit the dataset's "
                          f"{split.tokens.shape[1] - 1}-position sequences")
     return tokens
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from orbitlaw.validate import FieldError
+
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -38,7 +40,7 @@ def resolve_device(device: str, local_rank: int = 0) -> torch.device:
     if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is available")
+        raise FieldError(message="`device` cuda: no CUDA device is available")
     if local_rank >= torch.cuda.device_count():
         raise ValueError(f"process {local_rank} has no GPU of its own ({torch.cuda.device_count()} visible): "
                          "start at most one process per GPU, or train with --device cpu")

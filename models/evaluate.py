@@ -24,6 +24,7 @@ from orbitlaw.models import checkpoint
 from orbitlaw.models.batches import check_vocab, make_batch, regression_batch
 from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.provenance import code_version, dependency_versions, inside, write_json_atomic
+from orbitlaw.validate import FieldError
 
 
 def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
@@ -174,10 +175,10 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
     """Evaluate a run on a dataset split and write RUN/eval.json; returns the same dict."""
     run = Path(run)
     if n_seq < 1:
-        raise ValueError(f"--sequences (n_seq) must be >= 1, got {n_seq}: evaluate at least one sequence")
+        raise FieldError("n_seq", f"must be >= 1, got {n_seq}: evaluate at least one sequence")
     if lengths and extrapolation_sequences < 1:
-        raise ValueError(f"--extrapolation-sequences must be >= 1 with --lengths, got {extrapolation_sequences}: "
-                         "the extrapolation loss is a mean over that many sequences")
+        raise FieldError(message=f"`extrapolation_sequences` must be >= 1 with `lengths`, got "
+                         f"{extrapolation_sequences}: the extrapolation loss is a mean over that many sequences")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model, config = load_run(run, device)
     if lengths and model.config.regression:
@@ -186,7 +187,7 @@ def evaluate(run: str | Path, data: str | Path, lengths: list[int] | None = None
         raise ValueError("length extrapolation needs rotary positions (train with --pos rope): learned "
                          f"positions stop at the block of {model.config.block_size} tokens")
     if lengths and any(m < 1 for m in lengths):
-        raise ValueError(f"--lengths must be positive multiples, got {lengths}")
+        raise FieldError("lengths", f"must be positive multiples, got {lengths}")
     model.config.chunk_size = chunk_size
     dataset = orbits.load_dataset(data)
     if split not in dataset:

@@ -113,8 +113,8 @@ class GPTConfig:
         if self.window_loss not in WINDOW_LOSSES:
             raise ValueError(f"unknown window loss {self.window_loss!r}; choose {' or '.join(WINDOW_LOSSES)}")
         if (self.window_end, self.window_loss) != ("planet", "all") and not (self.regression and self.chunk):
-            raise ValueError("--window-end and --window-loss choose how a chunked regression model is trained "
-                             "(--chunk-steps)")
+            raise FieldError(message="`window_end` and `window_loss` choose how a chunked regression model is "
+                             "trained (`chunk_steps`)")
         for name in ("inputs", "outputs"):
             if getattr(self, name) not in READOUTS:
                 raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {' or '.join(READOUTS)}")

@@ -11,6 +11,7 @@ from orbitlaw.models import checkpoint
 from orbitlaw.models.gpt import GPTConfig
 from orbitlaw.models.train_config import TRAJECTORY_SETTINGS, TrainConfig
 from orbitlaw.provenance import inside
+from orbitlaw.validate import FieldError
 
 
 def find_checkpoint(run: Path, resume: bool) -> Path | None:
@@ -21,8 +22,8 @@ def find_checkpoint(run: Path, resume: bool) -> Path | None:
         raise ValueError(f"{run} already holds a training run; pass --resume to continue it or choose "
                          "another --out")
     if ckpt is None and resume:
-        raise ValueError(f"--resume: {run} has no checkpoint to resume from (nothing to resume); train without "
-                         "--resume to start a new run there")
+        raise FieldError(message=f"`resume`: {run} has no checkpoint to resume from (nothing to resume); train "
+                         "without `resume` to start a new run there")
     return ckpt
 
 
@@ -36,24 +37,26 @@ def check_same_model(run: Path, mcfg: GPTConfig) -> None:
         return  # no readable record: the checkpoint's own run_config is compared after loading
     new = mcfg.to_dict()
     if saved.get("arch") != new["arch"]:
-        raise ValueError(f"--resume with --arch {new['arch']}, but the run in {run} is a {saved.get('arch')} model")
+        raise FieldError(message=f"`resume` with `arch` {new['arch']}, but the run in {run} is a {saved.get('arch')} "
+                         "model")
     changed = sorted(k for k in new if saved.get(k) != new[k])
     if changed:
-        raise ValueError(f"--resume with different model settings ({', '.join(changed)}) than the run in {run}")
+        raise FieldError(message=f"`resume` with different model settings ({', '.join(changed)}) than the run in "
+                         f"{run}")
 
 
 def check_same_trajectory(saved: dict, run_config: dict, cfg: TrainConfig, run: Path) -> None:
     """One-line ValueError when the checkpoint's ``run_config`` (``saved``) and this one's would not continue the
     same trajectory: another model, trajectory setting, cosine length or dataset."""
     if {**GPTConfig().to_dict(), **saved["model"]} != run_config["model"]:  # older runs lack newer settings
-        raise ValueError(f"--resume with different model settings than the run in {run}")
+        raise FieldError(message=f"`resume` with different model settings than the run in {run}")
     # runs saved before a setting existed ran with its default (precision: bf16)
     changed = [k for k in TRAJECTORY_SETTINGS
                if saved["train"].get(k, getattr(TrainConfig, k, None)) != run_config["train"].get(k)]
     if cfg.schedule == "cosine" and saved["train"]["max_steps"] != cfg.max_steps:
         changed.append("max_steps (it sets the cosine schedule)")
     if changed:
-        raise ValueError(f"--resume with different {', '.join(changed)} than the run in {run}: the run would "
+        raise FieldError(message=f"`resume` with different {', '.join(changed)} than the run in {run}: the run would "
                          "not continue the same trajectory")
     if saved["dataset"]["config_hash"] != run_config["dataset"]["config_hash"]:
-        raise ValueError(f"--resume with a different dataset than the run in {run} was trained on")
+        raise FieldError(message=f"`resume` with a different dataset than the run in {run} was trained on")

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from orbitlaw.models.gpt import GPT
+from orbitlaw.validate import FieldError
 
 MODES = ("greedy", "sample")
 
@@ -43,12 +44,12 @@ def check_length(model: GPT, seq_len: int, bodies: int, prompt_steps: int, steps
     """Tokens the rollout needs (time-step token, prompt and generated steps); one-line ValueError when it
     exceeds the sequence or a learned-position model's block."""
     if prompt_steps < 1 or steps < 1:
-        raise ValueError(f"--prompt-steps and --steps must be >= 1, got {prompt_steps} and {steps}")
+        raise FieldError(message=f"`prompt_steps` and `steps` must be >= 1, got {prompt_steps} and {steps}")
     need = 1 + (prompt_steps + steps) * bodies
     available = (seq_len - 1) // bodies
     if need > seq_len:
-        raise ValueError(f"--prompt-steps {prompt_steps} + --steps {steps} = {prompt_steps + steps} steps, but the "
-                         f"sequence holds {available} steps of {bodies} bodies")
+        raise FieldError(message=f"`prompt_steps` {prompt_steps} + `steps` {steps} = {prompt_steps + steps} steps, "
+                         f"but the sequence holds {available} steps of {bodies} bodies")
     # positions the last forward reads: every token but the last generated one (a regression model also
     # drops the time-step token); a chunked model reads any length window by window
     offset = 1 if model.config.regression else 0
@@ -67,9 +68,9 @@ def rollout(model: GPT, split, index: int, prompt_steps: int, steps: int, mode: 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose greedy or sample")
     if not temperature > 0:
-        raise ValueError(f"--temperature must be > 0, got {temperature}")
+        raise FieldError("temperature", f"must be > 0, got {temperature}")
     if not 0 <= index < len(split):
-        raise ValueError(f"--index {index} is out of range: the split has {len(split)} sequences")
+        raise FieldError(message=f"`index` {index} is out of range: the split has {len(split)} sequences")
     bodies = int(split.n_planets[index]) + 1
     seq_len = split.tokens.shape[1]
     need = check_length(model, seq_len, bodies, prompt_steps, steps)
@@ -169,9 +170,9 @@ def write_rollout(run, data, out, split: str | None = None, index: int = 0, prom
 
     out = Path(out)
     if out.suffix not in (".png", ".gif"):
-        raise ValueError(f"--out {out}: write a .png or a .gif")
+        raise FieldError(message=f"`out` {out}: write a .png or a .gif")
     if not out.parent.is_dir():
-        raise ValueError(f"--out {out}: no directory {out.parent}")
+        raise FieldError(message=f"`out` {out}: no directory {out.parent}")
     device = resolve_device(device)
     model, run_config = load_run(run, "cpu")
     dataset = orbits.load_dataset(data)
@@ -180,7 +181,7 @@ def write_rollout(run, data, out, split: str | None = None, index: int = 0, prom
         raise ValueError(f"no split {name!r} in {data}; it has {', '.join(dataset)}")
     part = dataset[name]
     if not 0 <= index < len(part):
-        raise ValueError(f"--index {index} is out of range: the split has {len(part)} sequences")
+        raise FieldError(message=f"`index` {index} is out of range: the split has {len(part)} sequences")
     bodies = int(part.n_planets[index]) + 1
     prompt = prompt_steps if prompt_steps is not None else max(1, int(run_config["context"]) // bodies // 4)
     r = rollout(model, part, index, prompt, steps, mode, temperature, seed, device)

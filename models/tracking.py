@@ -20,6 +20,7 @@ import secrets
 from pathlib import Path
 
 from orbitlaw.provenance import write_text_atomic
+from orbitlaw.validate import FieldError
 
 TRACKERS = ("none", "tensorboard", "wandb")
 
@@ -33,7 +34,7 @@ def check_tracker(name: str) -> None:
         import importlib.util
 
         if importlib.util.find_spec(package) is None:
-            raise ValueError(f"--log-to {name} needs the {package} package: pip install 'orbitlaw[tracking]'")
+            raise FieldError(message=f"`log_to` {name} needs the {package} package: pip install 'orbitlaw[tracking]'")
 
 
 class Tracker:
@@ -68,7 +69,7 @@ class WandbTracker(Tracker):
         try:
             import wandb
         except Exception as exc:  # a broken install (a protobuf mismatch, say) is a one-line error too
-            raise ValueError(f"--log-to wandb: the wandb package does not import: {exc}") from None
+            raise FieldError(message=f"`log_to` wandb: the wandb package does not import: {exc}") from None
 
         id_file = run / "wandb-id.txt"
         if id_file.exists() and step > 0:  # a resumed run continues its W&B run; a fresh start gets a new one
@@ -81,7 +82,8 @@ class WandbTracker(Tracker):
                                   name=run.resolve().name, dir=str(run), config=config, allow_val_change=True)
         except Exception as exc:  # wandb's errors (login, network, settings) come in many types
             why = " ".join(str(exc).split())[:300] or type(exc).__name__
-            raise ValueError(f"--log-to wandb: {why} (WANDB_MODE=offline logs without an account or a network)") \
+            raise FieldError(message=f"`log_to` wandb: {why} (WANDB_MODE=offline logs without an account or a "
+                             "network)") \
                 from None
 
     def log(self, row: dict) -> None:

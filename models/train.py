@@ -52,6 +52,7 @@ from orbitlaw.models.rng import rng_state, set_rng_state
 from orbitlaw.models.tracking import Tracker, open_tracker
 from orbitlaw.models.train_config import TrainConfig
 from orbitlaw.provenance import OutputLock, code_version, dependency_versions, undo_on_failure, write_text_atomic
+from orbitlaw.validate import FieldError
 
 
 @dataclass
@@ -86,7 +87,7 @@ def plan_run(cfg: TrainConfig, dist: Dist) -> Plan:
         overrides["pos"] = cfg.pos
     mcfg = model_config(cfg.preset, cfg.attention, arch=cfg.arch, p=cfg.p, window=cfg.window, **overrides)
     if (model_window or cfg.input_noise) and not mcfg.regression:
-        raise ValueError("--chunk-steps and --input-noise train a regression model (e.g. --preset control)")
+        raise FieldError(message="`chunk_steps` and `input_noise` train a regression model (e.g. `preset` control)")
     check_vocab(mcfg, train_split)
     check_inputs(mcfg, train_split, val_split)
     seq_len = train_split.tokens.shape[1]

@@ -82,7 +82,8 @@ class TrainConfig:
         check_tracker(self.log_to)
         if not architectures.get(self.arch).has_attention and (self.attention != "softmax"
                                                                 or self.window is not None):
-            raise ValueError(f"--attention and --window choose the gpt arch's attention; a {self.arch} model has none")
+            raise FieldError(message=f"`attention` and `window` choose the gpt arch's attention; a {self.arch} model "
+                             "has none")
         one_of(self, "precision", PRECISIONS)
         one_of(self, "schedule", SCHEDULES)
         at_least(self, 0, "seed", "warmup_steps")

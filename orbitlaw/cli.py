@@ -8,8 +8,9 @@ command's working modules when it runs, so ``orbitlaw --help`` answers at once a
 never imports it (tests/test_cli_startup.py, benchmarks/cli_startup.py).
 Errors that a user can fix are raised as :class:`UserError` (or ``ValueError``/``OSError`` from the
 library) and printed as one line on stderr with exit status 2 (1 for I/O failures). A library error about a
-config field (:class:`orbitlaw.validate.FieldError`) names the field; this file names the flag that sets it:
-the flag whose ``dest`` is the field, or the command's ``field_flags`` default where the names differ.
+config field (:class:`orbitlaw.validate.FieldError`) names the field, or names several in backticks; this file
+names each by the flag that sets it: the flag whose ``dest`` is the field, or the command's ``field_flags``
+default where the names differ (a field the command has no flag for keeps its name, without the backticks).
 """
 
 from __future__ import annotations
@@ -70,9 +71,8 @@ def _name_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _field_message(args, exc: FieldError) -> str:
-    """The error of a bad config field, named by the flag that set it where this command has one."""
-    flag = (getattr(args, "flags", None) or {}).get(exc.field)
-    return f"{flag} {exc.problem}" if flag else str(exc)
+    """The error of a bad config field, each field named by the flag that set it where this command has one."""
+    return exc.render(getattr(args, "flags", None) or {})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -425,7 +425,7 @@ def test_windows_per_sequence_reads_k_windows_a_step_and_resumes_exactly(data, t
     finetune(cfg("whole", "w5", windows_per_sequence=5), progress=False)
     finetune(cfg("whole", "w"), progress=False)
     assert (tmp_path / "w5" / "predictions.csv").read_bytes() == (tmp_path / "w" / "predictions.csv").read_bytes()
-    with pytest.raises(ValueError, match="windows-per-sequence"):
+    with pytest.raises(ValueError, match="`windows_per_sequence` subsamples"):
         finetune(cfg("run", "bad", windows_per_sequence=5, protocol="reference"), progress=False)
     out = _cli("probe", "--run", str(tmp_path / "run"), "--data", str(probe), "--out", str(tmp_path / "bad"),
                "--windows-per-sequence", "0", "--quiet")

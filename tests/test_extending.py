@@ -130,3 +130,26 @@ def test_docs_walk_through_each_table(table):
                "study presets": "Adding a study preset", "probes": "Adding a probe",
                "attentions": "Adding an attention"}[table]
     assert f"### {heading}" in text
+
+
+def test_a_field_error_names_fields_in_the_library_and_their_flags_on_the_command_line(tmp_path, capsys):
+    from orbitlaw.discovery.llm.systems import read_layout
+    from orbitlaw.validate import FieldError
+
+    one = FieldError("max_steps", "must be >= 1, got 0")
+    assert str(one) == "max_steps must be >= 1, got 0" and one.fields == ["max_steps"]
+    assert one.render({"max_steps": "--max-steps"}) == "--max-steps must be >= 1, got 0"
+    several = FieldError(message="`prompt_steps` 4 + `steps` 900 = 904 steps, but the sequence holds 60")
+    assert str(several) == "`prompt_steps` 4 + `steps` 900 = 904 steps, but the sequence holds 60"
+    assert several.field == "prompt_steps" and several.fields == ["prompt_steps", "steps"]
+    # a field the command has no flag for keeps its name, without the backticks
+    assert several.render({"steps": "--steps"}) == "prompt_steps 4 + --steps 900 = 904 steps, but the sequence holds 60"
+    with pytest.raises(TypeError):
+        FieldError(message="names no field")
+    # a library error names the keyword argument; the command line the flag that set it
+    missing = tmp_path / "none"
+    with pytest.raises(FieldError, match="^`prompts` .*: no such directory$"):
+        read_layout(missing)
+    assert main(["llm", "score", "--prompts", str(missing), "--predictions", str(tmp_path),
+                 "--out", str(tmp_path / "s.json"), "--no-discover"]) == 2
+    assert capsys.readouterr().err.strip() == f"orbitlaw llm: error: --prompts {missing}: no such directory"

@@ -115,7 +115,7 @@ def test_a_tracker_that_cannot_start_is_one_line_and_leaves_no_run(data, tmp_pat
         check_tracker("mlflow")
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
-    with pytest.raises(ValueError, match=r"--log-to wandb needs the wandb package: pip install 'orbitlaw\[tracking\]'"):
+    with pytest.raises(ValueError, match=r"`log_to` wandb needs the wandb package: pip install 'orbitlaw\[tracking\]'"):
         check_tracker("wandb")
     monkeypatch.undo()
 

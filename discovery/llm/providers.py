@@ -20,7 +20,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
 
-from orbitlaw.validate import at_least, positive
+from orbitlaw.validate import FieldError, at_least, positive
 
 PROVIDERS = ("openai", "anthropic", "gemini", "openai-compatible")
 KEY_ENV = {
@@ -203,9 +203,9 @@ class ChatClient:
                  timeout: float = 900.0, max_retries: int = 5, backoff: float = 1.0):
         check_provider(provider)
         if provider == "openai-compatible" and not base_url:
-            raise ValueError("--base-url is required for the openai-compatible provider")
+            raise FieldError("base_url", "is required for the openai-compatible provider")
         if not model:
-            raise ValueError("--model must name a model")
+            raise FieldError("model", "must name a model")
         limits = SimpleNamespace(timeout=timeout, max_retries=max_retries, backoff=backoff)
         positive(limits, "timeout")
         at_least(limits, 0, "max_retries", "backoff")

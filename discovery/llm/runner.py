@@ -30,7 +30,7 @@ from orbitlaw.discovery.llm.providers import ChatClient, Settings, check_provide
 from orbitlaw.discovery.llm.score import answer_rows, answers_table, model_slug, score_system, write_answers_csv
 from orbitlaw.discovery.llm.systems import DEFAULT_PRESET, generate_systems, read_layout, write_layout
 from orbitlaw.provenance import OutputLock, undo_on_failure, write_text_atomic
-from orbitlaw.validate import at_least
+from orbitlaw.validate import FieldError, at_least
 
 SR_SEEDS = 5
 SR_POINTS = 1000
@@ -277,9 +277,9 @@ def score(prompts: str | Path, predictions: str | Path, out: str | Path, run_dis
 
     out = Path(out)
     if out.suffix != ".json":
-        raise ValueError(f"--out must name a .json file, got {out}")
+        raise FieldError("out", f"must name a .json file, got {out}")
     if not out.parent.is_dir():
-        raise ValueError(f"--out {out}: directory {out.parent} does not exist")
+        raise FieldError(message=f"`out` {out}: directory {out.parent} does not exist")
     if figure:
         _check_writable(Path(figure), "--figure")
     results, rows = score_reference(Path(prompts), Path(predictions))

@@ -21,6 +21,7 @@ import numpy as np
 from orbitlaw.discovery.llm.parse import parse_answer
 from orbitlaw.discovery.llm.systems import System, read_layout
 from orbitlaw.provenance import write_text_atomic
+from orbitlaw.validate import FieldError
 
 ANSWER_COLUMNS = ("model", "system", "step", "r", "m1", "m2", "F_true", "F_pred", "revealed")
 """answers.csv: r (AU), m1 planet and m2 star mass (M_sun), forces (M_sun AU / yr^2, G = 4 pi^2)."""
@@ -118,10 +119,10 @@ def score_reference(prompts: Path, predictions: Path) -> tuple[list[dict], list[
     systems = read_layout(Path(prompts))
     predictions = Path(predictions)
     if not predictions.is_dir():
-        raise ValueError(f"--predictions {predictions}: no such directory")
+        raise FieldError(message=f"`predictions` {predictions}: no such directory")
     models = sorted(p.name for p in predictions.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not models:
-        raise ValueError(f"--predictions {predictions}: no <model>/ directories")
+        raise FieldError(message=f"`predictions` {predictions}: no <model>/ directories")
     results, rows = [], []
     for model in models:
         for s in systems:
@@ -136,7 +137,7 @@ def score_reference(prompts: Path, predictions: Path) -> tuple[list[dict], list[
             if error is None:
                 rows += answer_rows(model, s, values)
     if not any(r["parsed"] for r in results):
-        raise ValueError(f"--predictions {predictions}: no readable <model>/<i>.json matching the prompts")
+        raise FieldError(message=f"`predictions` {predictions}: no readable <model>/<i>.json matching the prompts")
     return results, rows
 
 

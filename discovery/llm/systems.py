@@ -28,7 +28,7 @@ import numpy as np
 
 from orbitlaw.discovery.llm.prompt import REVEALED, STEPS
 from orbitlaw.provenance import atomic_path
-from orbitlaw.validate import at_least
+from orbitlaw.validate import FieldError, at_least
 
 SPLIT = "llm"
 DEFAULT_PRESET = "two-body-exoplanet"
@@ -82,7 +82,7 @@ def generate_systems(systems: int, seed: int, steps: int = STEPS, preset: str = 
 
     at_least(SimpleNamespace(systems=systems), 1, "systems")
     if preset not in (choices := force_probe_presets()):
-        raise ValueError(f"--preset {preset!r}: LLM prompts need a one-planet preset, {' or '.join(choices)}")
+        raise FieldError(message=f"`preset` {preset!r}: LLM prompts need a one-planet preset, {' or '.join(choices)}")
     params, spec = preset_params(preset), TokenizerSpec()
     out: list[System] = []
     for _, block, count in blocks({SPLIT: systems}):
@@ -121,17 +121,17 @@ def read_layout(directory: Path) -> list[System]:
     ``unmasked_inds_<i>.npy`` required, ``traj_<i>.npy`` and ``true_state_<i>.npy`` optional), by index."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise ValueError(f"--prompts {directory}: no such directory")
+        raise FieldError(message=f"`prompts` {directory}: no such directory")
     indices = sorted(int(m.group(1)) for p in directory.iterdir() if (m := _INDEX.match(p.name)))
     if not indices:
-        raise ValueError(f"--prompts {directory}: no true_force_<i>.npy files")
+        raise FieldError(message=f"`prompts` {directory}: no true_force_<i>.npy files")
     systems = []
     for i in indices:
         def load(name, required=True, i=i):
             path = directory / f"{name}_{i}.npy"
             if not path.exists():
                 if required:
-                    raise ValueError(f"--prompts {directory}: {path.name} is missing")
+                    raise FieldError(message=f"`prompts` {directory}: {path.name} is missing")
                 return None
             try:
                 return np.load(path, allow_pickle=False)

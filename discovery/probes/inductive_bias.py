@@ -59,7 +59,7 @@ from orbitlaw.discovery.probes.probe import ForceProbe, open_run, predict, seque
 from orbitlaw.models.batches import read_sequences
 from orbitlaw.models.loop import adamw, autocast
 from orbitlaw.provenance import atomic_path, code_version, dependency_versions, write_json_atomic
-from orbitlaw.validate import at_least, positive
+from orbitlaw.validate import FieldError, at_least, positive
 
 REFERENCE_SIZES = {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000}
 """The reference's sizes (``--reference-sizes``)."""
@@ -319,7 +319,7 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
     device = probe_data.resolve_device(cfg.device)
     gpt, run_config, split, context, offset = open_run(cfg.run, cfg.data, cfg.split)
     if cfg.sequences > len(split):
-        raise ValueError(f"--dataset-sequences {cfg.sequences} is more than the split's {len(split)} sequences")
+        raise FieldError(message=f"`sequences` {cfg.sequences} is more than the split's {len(split)} sequences")
     from orbitlaw.models import checkpoint
 
     settings["checkpoint"] = checkpoint.latest(Path(cfg.run)).name  # a run trained further is another model

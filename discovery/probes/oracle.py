@@ -31,7 +31,7 @@ from orbitlaw import orbits
 from orbitlaw.discovery.probes import labels, probe_data, probe_result
 from orbitlaw.discovery.probes.registry import ORACLES
 from orbitlaw.models.gpt import WINDOW_ENDS
-from orbitlaw.validate import at_least
+from orbitlaw.validate import FieldError, at_least
 
 
 @dataclass
@@ -66,7 +66,8 @@ class OracleConfig:
         if self.window_end not in WINDOW_ENDS:
             raise ValueError(f"unknown --window-end {self.window_end!r}; choose {' or '.join(WINDOW_ENDS)}")
         if self.window_end != "planet" and not self.oracle.endswith("-window"):
-            raise ValueError(f"--window-end is for the window oracles; --oracle {self.oracle} reads the true state")
+            raise FieldError(message=f"`window_end` is for the window oracles; `oracle` {self.oracle} reads the true "
+                             "state")
 
     def settings(self) -> dict:
         s = asdict(self)

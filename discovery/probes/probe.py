@@ -59,7 +59,7 @@ from orbitlaw.models.batches import batch_indices, check_vocab, read_sequences, 
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.models.gpt import GPT
 from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
-from orbitlaw.validate import at_least, positive
+from orbitlaw.validate import FieldError, at_least, positive
 
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "predict", "sequence_mse"]
 
@@ -111,7 +111,7 @@ class ProbeConfig:
             raise ValueError(f"unknown scaling {self.scaling!r}; choose log, linear or raw")
         fixed = PROTOCOLS["reference"]["scaling"]
         if self.protocol == "reference" and self.scaling not in (None, fixed):
-            raise ValueError(f"--protocol reference fixes the scaling to {fixed}; --scaling {self.scaling} "
+            raise FieldError(message=f"`protocol` reference fixes the scaling to {fixed}; `scaling` {self.scaling} "
                              "contradicts it")
         at_least(self, 1, "steps", "batch", "checkpoint_every", "eval_batch", "windows_per_sequence")
         if self.schedule not in SCHEDULES:
@@ -121,9 +121,9 @@ class ProbeConfig:
         at_least(self, 0, "eval_train_sequences", "near_train")
         if self.windows_per_sequence is not None and (self.protocol != "orbitlaw"
                                                       or self.labels_per_sequence is not None):
-            raise ValueError("--windows-per-sequence subsamples the fully labelled training sequences of the "
-                             "orbitlaw protocol; it cannot be combined with --protocol reference or "
-                             "--labels-per-sequence")
+            raise FieldError(message="`windows_per_sequence` subsamples the fully labelled training sequences of the "
+                             "orbitlaw protocol; it cannot be combined with `protocol` reference or "
+                             "`labels_per_sequence`")
 
     @property
     def resolved_scaling(self) -> str:

@@ -54,8 +54,8 @@ def default_plan(n: int, train: int | None, heldout: int | None, labels_per_held
     ``labels_per_sequence`` L holds out every sequence with L labels each (the Solar System protocol)."""
     if labels_per_sequence is not None:
         if train is not None or heldout is not None:
-            raise ValueError("--labels-per-sequence holds out every sequence; do not combine it with "
-                             "--train-sequences or --heldout-sequences")
+            raise FieldError(message="`labels_per_sequence` holds out every sequence; do not combine it with "
+                             "`train_sequences` or `heldout_sequences`")
         if labels_per_sequence < 1:
             raise FieldError("labels_per_sequence", f"must be >= 1, got {labels_per_sequence}")
         plan = LabelPlan(0, n, labels_per_sequence, seed)
@@ -72,7 +72,7 @@ def resolve_device(device: str) -> torch.device:
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"unknown device {device!r}; choose auto, cpu or cuda")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is available")
+        raise FieldError(message="`device` cuda: no CUDA device is available")
     return torch.device(device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
 
 

@@ -116,10 +116,10 @@ class DiscoverConfig:
             raise ValueError(f"unknown protocol {self.protocol!r}: use {' or '.join(PROTOCOLS)}")
         if self.protocol == "reference":
             if self.rule_selection != "score":
-                raise ValueError(f"--protocol reference chooses models by score; --selection {self.selection} "
+                raise FieldError(message=f"`protocol` reference chooses models by score; `selection` {self.selection} "
                                  "contradicts it")
             if self.metric not in ("auto", "relative"):
-                raise ValueError(f"--protocol reference measures relative L1 error; --metric {self.metric} "
+                raise FieldError(message=f"`protocol` reference measures relative L1 error; `metric` {self.metric} "
                                  "contradicts it")
         at_least(self.search_settings, 3, "maxsize")
 

@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--lengths", default=None, metavar="1,2,4,8,16",
                    help="context multiples for length extrapolation (needs --pos rope)")
     p.add_argument("--extrapolation-sequences", type=int, default=4)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, field_flags={"n_seq": "--sequences"})
 
 
 def run(args) -> int:
