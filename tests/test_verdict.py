@@ -240,8 +240,8 @@ def test_the_galaxy_keeps_the_restart_whose_score_is_highest_not_whose_error_is_
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"selection": "best"}, "--protocol reference chooses models by score; --selection best contradicts it"),
-    ({"selection": "score", "metric": "log"}, "--metric log contradicts it"),
+    ({"selection": "best"}, "`protocol` reference chooses models by score; `selection` best contradicts it"),
+    ({"selection": "score", "metric": "log"}, "`metric` log contradicts it"),
     ({"protocol": "referense"}, "unknown protocol 'referense'"),
 ])
 def test_reference_protocol_refuses_contradicting_choices(kwargs, message):
