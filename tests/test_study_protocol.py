@@ -76,7 +76,7 @@ def test_bf16_is_an_option_under_the_reference_protocol():
 
 
 def test_training_precision_is_validated():
-    with pytest.raises(ValueError, match="unknown precision 'fp16'"):
+    with pytest.raises(ValueError, match="precision must be one of bf16, fp32; got 'fp16'"):
         TrainConfig(data="d", out="o", precision="fp16").validate()
 
 
