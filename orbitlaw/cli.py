@@ -70,21 +70,14 @@ def _name_flags(parser: argparse.ArgumentParser) -> None:
                 _name_flags(command)
 
 
-def _field_message(args, exc: FieldError) -> str:
-    """The error of a bad config field, each field named by the flag that set it where this command has one."""
-    return exc.render(getattr(args, "flags", None) or {})
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except FieldError as exc:
-        print(f"orbitlaw {args.command}: error: {_field_message(args, exc)}", file=sys.stderr)
-        return 2
-    except (UserError, ValueError) as exc:
-        print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
+    except (UserError, ValueError) as exc:  # a FieldError names each field by the flag that set it
+        message = exc.render(getattr(args, "flags", None) or {}) if isinstance(exc, FieldError) else exc
+        print(f"orbitlaw {args.command}: error: {message}", file=sys.stderr)
         return 2
     except RuntimeError as exc:  # a failure the user can only retry (e.g. a killed worker process)
         if os.environ.get("ORBITLAW_DEBUG"):

@@ -33,10 +33,11 @@ import platform
 import time
 from pathlib import Path
 
+from orbitlaw.commands._shared import default_workers
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import ORACLES, PASS_RULE, configurations, passes, run_controls
-from orbitlaw.study.pipeline import default_workers, run_study
+from orbitlaw.study.pipeline import run_study
 from orbitlaw.study.presets import study_config
 
 TARGET_SECONDS = 45 * 60

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from orbitlaw import orbits
+from orbitlaw.commands._shared import default_workers
 from orbitlaw.discovery.probes.inductive_bias import InductiveBiasConfig, inductive_bias
 from orbitlaw.models.architectures import ARCHITECTURES
 from orbitlaw.models.metrics import read_metrics
@@ -112,7 +113,7 @@ def study_models(preset: str, out_dir: Path, out: Path) -> None:
     start = time.perf_counter()
     config = study_config(preset, archs=["lstm", "rnn"])
     study = stages.Study(out_dir, progress=False)
-    data = pipeline.simulate_data(study, config, ("pretrain", "probe"), pipeline.default_workers(), False)
+    data = pipeline.simulate_data(study, config, ("pretrain", "probe"), default_workers(), False)
     untrained = copy.deepcopy(config)
     untrained["attentions"], untrained["archs"] = ["softmax"], []
     untrained["train"].update(max_steps=1, lr=0.0, warmup_steps=0, eval_every=1, checkpoint_every=1, log_every=1)

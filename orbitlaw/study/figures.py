@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from orbitlaw.models.attention import ATTENTIONS
 from orbitlaw.models.gpt import GPT
 from orbitlaw.models.inspect import attention_entropy, attention_weights
-from orbitlaw.models.train import read_metrics
+from orbitlaw.models.metrics import read_metrics
 from orbitlaw.provenance import atomic_path
 
 DPI = 110

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orbitlaw.commands._shared import default_workers  # noqa: F401 (the study's default too)
 from orbitlaw.models.tracking import check_tracker
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages

@@ -106,7 +106,7 @@ def train(data: Path, run: Path, attention: str, spec: dict, progress: bool, npr
 
         train_model(TrainConfig(data=str(data), out=str(run), attention=attention, log_to=log_to, **spec),
                     resume=resume, progress=progress)
-    from orbitlaw.models.train import read_metrics
+    from orbitlaw.models.metrics import read_metrics
 
     rows = read_metrics(run)
     val = [r for r in rows if r.get("val_loss") is not None]
