@@ -4,8 +4,10 @@ Each backend runs one multi-objective search (error vs size) and returns the exp
 Pareto front in the placeholder symbols ``x0, x1, ...`` (column i of X). Choosing, simplifying and
 judging them is backend independent (:mod:`orbitlaw.discovery.sr.law`).
 
-Operator set (the reference protocol): binary ``+`` and ``*``, unary ``sin``, ``cos``, ``exp`` and the
-inverse; Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Size limit ``maxsize``
+Operator set (``SearchSettings.operators``): by default binary ``+`` and ``*``, unary ``sin``, ``cos``, ``exp``,
+the inverse and the square root (``sqrt``: roots and half powers are what physicists write, Kepler's third law
+``P = sqrt(a**3/(M + m))`` among them); the reference protocol's set (:data:`REFERENCE_OPERATORS`) is the same
+without ``sqrt``. Operon expresses the inverse as division, PySR as ``inv(x) = 1/x``. Size limit ``maxsize``
 nodes (20 by default).
 
 Loss (``SearchSettings.loss``): ``"r2"`` (default; Operon maximises R^2, PySR minimises L1 as before) or
@@ -32,6 +34,14 @@ import sympy
 
 BACKENDS = ("operon", "pysr")
 
+OPERATORS = ("add", "mul", "div", "sin", "cos", "exp", "sqrt")
+"""The default operators (Operon's names; ``div`` is the inverse, ``sqrt`` the square root)."""
+
+REFERENCE_OPERATORS = ("add", "mul", "div", "sin", "cos", "exp")
+"""The reference protocol's operators (science.md section 5: ``+``, ``*``, ``sin``, ``cos``, ``exp``, inverse)."""
+
+_PYSR_UNARY = {"sin": "sin", "cos": "cos", "exp": "exp", "sqrt": "sqrt", "div": "inv(x) = 1/x"}
+
 
 @dataclass(frozen=True)
 class SearchSettings:
@@ -44,9 +54,19 @@ class SearchSettings:
     local_iterations: int = 5  # Levenberg-Marquardt steps per model
     niterations: int = 100  # PySR's iterations
     loss: str = "r2"  # LOSSES: r2 or epsilon-l1
+    operators: tuple[str, ...] = OPERATORS  # a subset of OPERATORS; add and mul always
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "operators": list(self.operators)}
+
+    def validate(self) -> None:
+        """ValueError (one line) for an unknown loss or operator."""
+        if self.loss not in LOSSES:
+            raise ValueError(f"unknown search loss {self.loss!r}: use {' or '.join(LOSSES)}")
+        unknown = [o for o in self.operators if o not in OPERATORS]
+        if unknown or not {"add", "mul"} <= set(self.operators):
+            raise ValueError(f"search operators must be add, mul and any of {', '.join(OPERATORS[2:])}; "
+                             f"got {', '.join(self.operators)}")
 
 
 def placeholders(n: int) -> list[sympy.Symbol]:
@@ -64,8 +84,7 @@ LOSSES = ("r2", "epsilon-l1")
 
 def search(backend: str, X: np.ndarray, y: np.ndarray, seed: int, settings: SearchSettings) -> list[sympy.Expr]:
     """Pareto-front expressions of one search on X (n, d), y (n,), in the symbols ``x0..x{d-1}``."""
-    if settings.loss not in LOSSES:
-        raise ValueError(f"unknown search loss {settings.loss!r}: use {' or '.join(LOSSES)}")
+    settings.validate()
     if backend == "operon":
         return _operon(X, y, seed, settings)
     if backend == "pysr":
@@ -77,7 +96,7 @@ def _operon(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
     from pyoperon.sklearn import SymbolicRegressor
 
     reg = SymbolicRegressor(
-        allowed_symbols="add,mul,div,sin,cos,exp,constant,variable",
+        allowed_symbols=",".join([*s.operators, "constant", "variable"]),
         objectives=["mae" if s.loss == "epsilon-l1" else "r2", "length"], max_length=s.maxsize,
         population_size=s.population,
         generations=10**6, max_evaluations=s.budget, optimizer_iterations=s.local_iterations,
@@ -120,7 +139,7 @@ def _pysr(X, y, seed, s: SearchSettings) -> list[sympy.Expr]:
     names = [str(x) for x in placeholders(X.shape[1])]
     model = PySRRegressor(
         niterations=s.niterations, binary_operators=["+", "*"],
-        unary_operators=["sin", "cos", "exp", "inv(x) = 1/x"],
+        unary_operators=[_PYSR_UNARY[o] for o in s.operators if o in _PYSR_UNARY],
         extra_sympy_mappings={"inv": lambda x: 1 / x}, maxsize=s.maxsize,
         elementwise_loss="EpsilonInsLoss(1e-8)" if s.loss == "epsilon-l1" else "L1DistLoss()",
         model_selection="score", random_state=seed, deterministic=True,

@@ -77,3 +77,13 @@ def _build(node: ast.AST, text: str, symbols: dict) -> sympy.Expr:
             and not node.keywords and len(node.args) == 1:
         return FUNCTIONS[node.func.id](_build(node.args[0], text, symbols))
     raise ValueError(f"{type(node).__name__} is not allowed in an expression: {text[:80]!r}")
+
+
+def parse_law(law: dict, key: str = "expression") -> sympy.Expr:
+    """A LAW.json's law (``law[key]``) as a sympy expression over its own feature names (``law["data"]["features"]``).
+
+    Read a law this way, never with ``sympy.sympify``: sympify takes a column named ``E``, ``I``, ``S``, ``N``,
+    ``Q``, ``pi``, ``gamma`` or ``beta`` for sympy's constant or function of that name (``E*gamma/I`` would become
+    e times the gamma function over the imaginary unit)."""
+    symbols = {name: sympy.Symbol(name) for name in law["data"]["features"]}
+    return parse(law[key], symbols)

@@ -262,6 +262,50 @@ def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.n
     return Candidate(expr, complexity(expr), err)
 
 
+SNAP_RANGE = (0.25, 4.0)
+"""Constants whose magnitude lies in this range are tried at the nearest half-integer and at +-1
+(:func:`snap_units`)."""
+
+
+def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
+               metric: str) -> sympy.Expr:
+    """Set to a simple number (the nearest half-integer, or +-1) each constant the data cannot tell from it: the
+    rest refitted, the error (in ``metric`` on (X, y)) no worse than :func:`polish`'s pruning allows.
+    ``sqrt(1.2275*M + 1.2202*m)`` under a fitted factor becomes ``sqrt(M + m)``, and ``exp(-0.5006*x**2)``
+    ``exp(-x**2/2)``: the law a physicist writes. A constant the rows resolve (G = 39.48, or 1.05 measured to
+    0.1%) is kept. Applied to a seed's chosen law only (it refits once per constant tried)."""
+    err = error(y, evaluate(expr, symbols, X), metric)
+    if not math.isfinite(err):
+        return expr
+    changed = True
+    while changed:
+        changed = False
+        for c in constants(expr):
+            if not SNAP_RANGE[0] <= abs(float(c)) <= SNAP_RANGE[1]:
+                continue
+            for value in _simple_values(float(c)):
+                trial = simplify(expr.xreplace({c: value}))
+                if trial == expr or not _finite_form(trial):
+                    continue
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a trial far off the data overflows inside scipy's cost
+                    trial = refit(trial, symbols, X, y, metric)
+                trial_error = error(y, evaluate(trial, symbols, X), metric)
+                if trial_error <= err * 1.01 + PRUNE_TOLERANCE:
+                    expr, err, changed = trial, trial_error, True
+                    break
+            if changed:
+                break
+    return expr
+
+
+def _simple_values(c: float) -> list[sympy.Rational]:
+    """The simple numbers a fitted ``c`` may stand for, nearest first: the nearest half-integer, then +-1."""
+    half = sympy.Rational(round(2 * c), 2)
+    unit = sympy.Integer(1 if c > 0 else -1)
+    return [v for v in dict.fromkeys([half, unit]) if v != 0 and float(v) != c]
+
+
 def pareto(candidates: list[Candidate]) -> list[Candidate]:
     """The Pareto front (each member strictly more accurate than every simpler one), with PySR scores."""
     best: dict[str, Candidate] = {}
@@ -375,6 +419,8 @@ def power_law(expr: sympy.Expr, names: list[str]) -> dict | None:
     Every name of ``names`` gets an exponent (0 when absent); C and the exponents must be plain numbers.
     """
     expr = sympy.expand_power_base(expr, force=True)  # (m1*m2)**1.5 -> m1**1.5 * m2**1.5
+    if expr.has(sympy.Pow):  # sqrt(a**3/M) -> sqrt(a**3) / sqrt(M) -> a**(3/2) * M**(-1/2)
+        expr = sympy.powdenest(expr, force=True)
     if expr.is_Add:
         return None
     coeff = sympy.Integer(1)
@@ -404,3 +450,22 @@ def form(expr: sympy.Expr, names: list[str]) -> str:
                 if b.is_Symbol and e.is_Float and not float(e).is_integer()}
         return "power_law:" + ",".join(f"{k}^{'real' if k in real else v}" for k, v in sorted(law["exponents"].items()))
     return sympy.srepr(expr.xreplace({f: sympy.Symbol("C") for f in expr.atoms(sympy.Float)}))
+
+
+def readable(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` as a physicist writes it: the factors raised to fractions of one denominator q share one root,
+    ``a**(3/2) * M**(-1/2)`` -> ``sqrt(a**3/M)`` (the same function for positive variables; :func:`power_law`
+    reads both). Applied to what is shown, never to what is searched, refitted or sized."""
+    def regroup(mul):
+        roots: dict[int, list] = {}
+        rest = []
+        for factor in mul.args:
+            base, exp = factor.as_base_exp()
+            if base.is_Symbol and exp.is_Rational and exp.q > 1:
+                roots.setdefault(exp.q, []).append(base**exp.p)
+            else:
+                rest.append(factor)
+        if all(len(group) == 1 for group in roots.values()):
+            return mul  # no two factors share a root
+        return sympy.Mul(*rest, *(sympy.Mul(*group) ** sympy.Rational(1, q) for q, group in sorted(roots.items())))
+    return expr.replace(lambda e: e.is_Mul, regroup)

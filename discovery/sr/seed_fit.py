@@ -16,6 +16,10 @@ from orbitlaw.discovery.sr import outliers, powerlaw
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import SearchSettings, placeholders, prepare, search
 
+PLAIN_SEARCHES = 1
+"""Searches of the raw target that a seed adds to its ``restarts`` searches of the departure from the screen's
+power law (:func:`fit_seed`)."""
+
 
 def split_rows(n: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Seed ``seed``'s disjoint search and held-out rows (sorted indices): ``min(points, n // 2)`` held out,
@@ -47,6 +51,10 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
         for restart in range(restarts):
             found += [base * g for g in search(backend, Xs[clean], ratio[clean], seed=seed * 1000 + restart,
                                                settings=residual)]
+        # ... and the raw target too, so that a law the power law does not explain (exp(-x**2/2), a sum under a
+        # root) competes on equal terms: the departure from a wrong power law is harder to search than the law.
+        for restart in range(PLAIN_SEARCHES):
+            found += search(backend, Xs[clean], ys[clean], seed=seed * 1000 + restarts + restart, settings=settings)
     # Polishing (simplify, refit, prune) costs ~10-50 ms an expression: only the raw fronts get it, the
     # front in the metric and the front in relative L1 (the search's own scale: a raw expression whose
     # constants only polishing makes sensible in log space is kept by the second).
@@ -68,8 +76,10 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     chosen = laws.choose(front, selection, per_row, held_pred, tolerance, metric)
     exact = laws.choose(front, selection, per_row, held_pred, 0.0, metric) if tolerance else chosen
     both = np.concatenate([rows, held])
-    expr = robust_constant(chosen.expr, symbols, X[both], y[both], metric)
-    exact_expr = expr if exact is chosen else robust_constant(exact.expr, symbols, X[both], y[both], metric)
+    expr = robust_constant(laws.snap_units(chosen.expr, symbols, X[both], y[both], metric), symbols, X[both],
+                           y[both], metric)
+    exact_expr = expr if exact is chosen else robust_constant(
+        laws.snap_units(exact.expr, symbols, X[both], y[both], metric), symbols, X[both], y[both], metric)
     return {"seed": seed, "expression": str(expr), "exact_expression": str(exact_expr), "exact_error": exact.error,
             "error": chosen.error, "complexity": chosen.complexity,
             "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held),
@@ -95,6 +105,9 @@ def _exponent(expr: sympy.Expr, symbol: sympy.Symbol, value: float):
     exp = sympy.expand_power_base(expr, force=True).as_powers_dict().get(symbol)
     if exp is not None and exp.is_Rational:
         return exp
+    for q in (2, 3):  # a half or a third the search wrote as a float (0.5) is the same fraction
+        if abs(float(value) * q - round(float(value) * q)) < 1e-9:
+            return sympy.Rational(round(float(value) * q), q)
     return value if float(value).is_integer() else round(float(value), powerlaw.FREE_DECIMALS)
 
 

@@ -47,7 +47,7 @@ from tqdm import tqdm
 from orbitlaw.discovery.sr import expression_text
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
-from orbitlaw.discovery.sr.backends import SearchSettings, check_available, placeholders
+from orbitlaw.discovery.sr.backends import REFERENCE_OPERATORS, SearchSettings, check_available, placeholders
 from orbitlaw.discovery.sr.cross_seed import cross_seed_verdict
 from orbitlaw.discovery.sr.seed_fit import PROTOCOLS, fit_seed_task
 from orbitlaw.discovery.sr.table import GROUP_COLUMN, MIN_POINTS, load_table
@@ -122,6 +122,7 @@ class DiscoverConfig:
                 raise FieldError(message=f"`protocol` reference measures relative L1 error; `metric` {self.metric} "
                                  "contradicts it")
         at_least(self.search_settings, 3, "maxsize")
+        self.search_settings.validate()
 
     @property
     def rule_selection(self) -> str:
@@ -132,9 +133,12 @@ class DiscoverConfig:
 
     @property
     def search_settings(self) -> SearchSettings:
-        """``settings`` (the defaults when None), with the reference's epsilon-insensitive loss under its protocol."""
+        """``settings`` (the defaults when None), with the reference's epsilon-insensitive loss and operators under
+        its protocol."""
         settings = self.settings or SearchSettings()
-        return dataclasses.replace(settings, loss="epsilon-l1") if self.protocol == "reference" else settings
+        if self.protocol == "reference":
+            return dataclasses.replace(settings, loss="epsilon-l1", operators=REFERENCE_OPERATORS)
+        return settings
 
     def error_metric(self, y: np.ndarray) -> str:
         """The error metric for target values ``y`` (``metric``, resolved; ValueError if ``y`` cannot take it)."""
