@@ -262,18 +262,24 @@ def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.n
     return Candidate(expr, complexity(expr), err)
 
 
-SNAP_RANGE = (0.25, 4.0)
-"""Constants whose magnitude lies in this range are tried at the nearest half-integer and at +-1
-(:func:`snap_units`)."""
+SNAP_NEAR = 0.05
+"""A constant is tried at a simple number only when within this fraction of it (:func:`snap_units`): 0.5006 or
+0.994, not 1.23, whose factor a search's other constants would have to absorb."""
+
+SNAP_MAX_CONSTANTS = 6
+"""Laws with more constants than this are not snapped (each try costs a refit; a law a physicist writes has a few)."""
 
 
 def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
                metric: str) -> sympy.Expr:
     """Set to a simple number (the nearest half-integer, or +-1) each constant the data cannot tell from it: the
     rest refitted, the error (in ``metric`` on (X, y)) no worse than :func:`polish`'s pruning allows.
-    ``sqrt(1.2275*M + 1.2202*m)`` under a fitted factor becomes ``sqrt(M + m)``, and ``exp(-0.5006*x**2)``
-    ``exp(-x**2/2)``: the law a physicist writes. A constant the rows resolve (G = 39.48, or 1.05 measured to
+    ``exp(-0.5006*x**2)`` becomes ``exp(-x**2/2)`` and ``sqrt(M + 0.994*m)`` ``sqrt(M + m)``: the law a physicist
+    writes. Only constants within ``SNAP_NEAR`` of a simple number are tried, in laws of at most
+    ``SNAP_MAX_CONSTANTS`` constants. A constant the rows resolve (G = 39.48, or 1.05 measured to
     0.1%) is kept. Applied to a seed's chosen law only (it refits once per constant tried)."""
+    if len(constants(expr)) > SNAP_MAX_CONSTANTS:
+        return expr
     err = error(y, evaluate(expr, symbols, X), metric)
     if not math.isfinite(err):
         return expr
@@ -281,8 +287,6 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
     while changed:
         changed = False
         for c in constants(expr):
-            if not SNAP_RANGE[0] <= abs(float(c)) <= SNAP_RANGE[1]:
-                continue
             for value in _simple_values(float(c)):
                 trial = simplify(expr.xreplace({c: value}))
                 if trial == expr or not _finite_form(trial):
@@ -300,10 +304,11 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
 
 
 def _simple_values(c: float) -> list[sympy.Rational]:
-    """The simple numbers a fitted ``c`` may stand for, nearest first: the nearest half-integer, then +-1."""
+    """The simple numbers a fitted ``c`` may stand for (the nearest half-integer, +-1), within ``SNAP_NEAR``."""
     half = sympy.Rational(round(2 * c), 2)
     unit = sympy.Integer(1 if c > 0 else -1)
-    return [v for v in dict.fromkeys([half, unit]) if v != 0 and float(v) != c]
+    return [v for v in dict.fromkeys([half, unit])
+            if v != 0 and float(v) != c and abs(c - float(v)) <= SNAP_NEAR * abs(float(v))]
 
 
 def pareto(candidates: list[Candidate]) -> list[Candidate]:
