@@ -154,6 +154,21 @@ def path_departures(rung: str):
     return lambda d: [path_row(d, rung, a)["law"]["newton_departure_exact"] for a in ("softmax", "lssar", "laser")]
 
 
+def _summary(doc: dict, rung: str, attention: str) -> dict:
+    return next(x for x in doc["path_summary"] if x["rung"] == rung and x["attention"] == attention)
+
+
+def path_newtonian(rung: str):
+    """``rung``'s k/n over the replicated seeds for softmax, LSSAR and LASER."""
+    return lambda d: [_summary(d, rung, a)["newtonian"] for a in ("softmax", "lssar", "laser")]
+
+
+def path_replicated(rung: str):
+    """The path page's replicated row: per attention k/n and the departures (%) at seeds 10, 11, 12."""
+    return lambda d: [v for a in ("softmax", "lssar", "laser") for v in
+                      (_summary(d, rung, a)["newtonian"], *[100 * x for x in _summary(d, rung, a)["departures"]])]
+
+
 def path_cell(rung: str, attention: str):
     """The path page's table cell: departure [95% interval] and verdict."""
     return lambda d: (*[100 * v for v in departure(path_row(d, rung, attention)["law"])],
@@ -334,6 +349,12 @@ NUMBERS = [
     *[(PATH_MD, PATH, path_cell(rung, a), "{:.2f}% [{:.2f}, {:.2f}] `{}`")
       for rung in PATH_RUNGS for a in ("softmax", "lssar", "laser")],
     (PATH_MD, PATH, lambda d: len(d["replicated"]), "The replication rule chose {} first-seed rows"),
+    *[(page, PATH, path_newtonian("whole"), "Over 3 seeds `whole` is `newtonian` in {}, {}, {}")
+      for page in (README_, RESULTS_MD)],
+    (README_, PATH, path_newtonian("tokens"), "at the same budget in {}, {}, {} |"),
+    (RESULTS_MD, PATH, path_newtonian("tokens"), "the anchor in {}, {}, {} |"),
+    *[(PATH_MD, PATH, path_replicated(rung), f"| {label} |" + " {} ({:.2f}%, {:.2f}%, {:.2f}%) |" * 3)
+      for rung, label in (("whole", "5 `whole`"), ("tokens", "`tokens` (anchor)"))],
     *[(page, PATH, lambda d: [x["newtonian"] for x in d["path_summary"] if x["rung"] == "positions"][::-1],
        "rung 0 `newtonian` in {}, {} and {} seeds") for page in (README_, RESULTS_MD)],
     (RESULTS_MD, "cli_startup.json", lambda d: (max(d["help_over_python_median"].values()),
