@@ -1,0 +1,477 @@
+"""SRBench's Feynman problems for ``orbitlaw discover``'s symbolic regression used as a stand-alone tool.
+
+What it measures: how often the toolkit's symbolic regression (:func:`orbitlaw.discovery.sr.symbolic.discover_law`,
+Operon with the toolkit's polishing and held-out selection, default settings, one seed per fit) returns an
+expression that is a *symbolic solution* of an equation of the AI Feynman main database (Udrescu & Tegmark
+2020; the "Feynman" ground-truth problems of SRBench, La Cava et al. 2021), beside the per-equation rates
+PhySO (Tenachi et al. 2023) published for the same problems and noise levels (``feynman_equations.py`` holds
+the equations and those rates, with their sources). Beside them, six orbital laws in the toolkit's units (Kepler's
+third law for two comparable masses, escape, circular and vis-viva speed, the Hill radius, Newton's force:
+``feynman_equations.ORBITAL``), reported per law (``orbital_laws``) and kept out of the database's rates.
+
+One cell is (equation, target noise, seed). It draws ``--rows`` (2,000) rows, each variable uniform on the
+database's range, with ``numpy.random.default_rng(seed)``, computes y and adds SRBench's target noise,
+``y + N(0, noise * sqrt(mean(y**2)))``, then fits once: ``DiscoverConfig(target=..., features=<variables>,
+seeds=1, first_seed=seed, points=--points)``. The target column is named ``target`` (II.6.15a has a variable
+``y``). The model is also scored on ``--test-rows`` (500) fresh noiseless rows (R^2), as SRBench scores its
+test split.
+
+The criterion (:func:`assess`, SRBench's ``experiment/assess_symbolic_model.py`` and ``symbolic_utils.py`` and
+``postprocessing/collate_groundtruth_results.py``, restated): a model is checked only when its test R^2 exceeds
+0.5. In both expressions ``pi`` becomes 3.1415926535 and every float is rounded (below 1e-4 in size: 0; else to
+3 decimals, kept at 3 significant digits); the model is then simplified. It is a symbolic solution when
+``true - model`` simplifies to 0 or is a constant, or ``model / true`` is a constant (sympy's ``is_constant``),
+and the simplified model is not 0 or nan. Before sympy is asked, a necessary condition is checked on the test
+rows (:func:`numerically_far`): a model whose ratio to the truth and whose difference from it both vary by more
+than 20% is no solution. Simplifying can take very long on a big expression: each check is
+cut after ``--check-timeout`` s (SIGALRM) and then counts as not solved, recorded as ``"timeout"``.
+
+The target, written before the first full run (issue 41): at 1% noise, the expected number of equations solved
+(the mean over seeds, summed over equations) is at least PhySO's expected number on the same equations (the
+sum of its published per-equation rates), with a mean CPU time per fit of at most 2 s. The summary reports both
+counts and says whether the target is met; a miss is reported as a miss.
+
+Resumable: every finished cell is written (atomically) to ``<out>.partial/`` as it finishes and kept in the
+output; a rerun reuses a cell when the code version, the dependency versions, the settings and the equation's
+formula and ranges all match. ``--workers`` fits cells side by side in processes (spawn); each fit is
+single-threaded, and its CPU time is the fit's own (``per_seed[0]["cpu_seconds"]``).
+
+    python benchmarks/srbench.py --out benchmarks/results/srbench.json
+    python benchmarks/srbench.py --equations feynman_I_12_1,feynman_II_6_15a --noise 0.01 --seeds 1 --workers 1
+    python benchmarks/srbench.py --markdown --out benchmarks/results/srbench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+
+import feynman_equations as database
+import numpy as np
+import sympy
+from sympy.parsing.sympy_parser import auto_number, parse_expr
+from tqdm import tqdm
+
+from orbitlaw.discovery.sr import expression_text
+from orbitlaw.discovery.sr.symbolic import DiscoverConfig, discover_law
+from orbitlaw.orbits.workers import die_with_parent
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
+
+EQUATIONS = {**database.EQUATIONS, **database.ORBITAL}
+"""Every equation the benchmark knows: the AI Feynman database's 100 and the orbital laws beside it."""
+TARGET = "target"  # the target column: no variable of the database is named so (II.6.15a has a ``y``)
+NOISES = (0.0, 0.001, 0.01)
+ROWS, TEST_ROWS, POINTS = 2000, 500, 1000
+R2_GATE = 0.5  # SRBench checks a model symbolically only when its test R^2 exceeds this
+PI_VALUE = sympy.Float("3.1415926535")  # SRBench writes pi so in both expressions
+CHECK_TIMEOUT = 15.0
+FUNCTIONS = {"sqrt": sympy.sqrt, "exp": sympy.exp, "log": sympy.log, "sin": sympy.sin, "cos": sympy.cos,
+             "tan": sympy.tan, "tanh": sympy.tanh, "asin": sympy.asin}
+"""The functions the database's formulas use (``ln`` and ``arcsin`` already written ``log`` and ``asin``)."""
+CRITERION = ("SRBench's: checked only when test R^2 > 0.5; pi -> 3.1415926535 and floats rounded (|a| < 1e-4 -> 0, "
+             "else Float(round(a, 3), 3)) in both, the model simplified; solved when true - model simplifies to 0 "
+             "or is a constant, or model / true is a constant, and the simplified model is not 0 or nan")
+
+
+# --- the equations ---------------------------------------------------------------------------------------
+
+def variable_names(name: str) -> list[str]:
+    return [v[0] for v in EQUATIONS[name]["variables"]]
+
+
+def symbol_table(name: str) -> dict[str, sympy.Symbol]:
+    """{variable name: Symbol} of one equation: ``gamma``, ``beta`` or ``I`` are plain symbols here."""
+    return {v: sympy.Symbol(v) for v in variable_names(name)}
+
+
+def true_expression(name: str) -> sympy.Expr:
+    """The equation's formula as sympy, parsed over an explicit table: its variables, :data:`FUNCTIONS` and
+    ``pi``; any other name is a NameError (no automatic symbols, no sympy namespace)."""
+    table = {**FUNCTIONS, "pi": sympy.pi, **symbol_table(name)}
+    return parse_expr(EQUATIONS[name]["formula"], local_dict=table,
+                      global_dict={"Integer": sympy.Integer, "Float": sympy.Float, "Rational": sympy.Rational},
+                      transformations=(auto_number,))
+
+
+def evaluate(expr: sympy.Expr, names: list[str], columns: dict) -> np.ndarray:
+    """``expr`` on the columns (numpy), as float64 of the rows' length."""
+    f = sympy.lambdify([sympy.Symbol(n) for n in names], expr, modules="numpy")
+    with np.errstate(all="ignore"):
+        values = np.asarray(f(*(columns[n] for n in names)), dtype=np.float64)
+    return np.broadcast_to(values, np.shape(columns[names[0]])).copy()
+
+
+def draw(name: str, rows: int, rng: np.random.Generator) -> dict:
+    """``rows`` rows of the equation's variables, each uniform on its range (in the database's order)."""
+    return {v: rng.uniform(low, high, rows) for v, low, high in EQUATIONS[name]["variables"]}
+
+
+def cell_data(name: str, noise: float, seed: int, rows: int = ROWS, test_rows: int = TEST_ROWS):
+    """(columns, noisy y, test columns, noiseless test y) of one cell: the rows from
+    ``default_rng(seed)``, SRBench's target noise ``N(0, noise * sqrt(mean(y**2)))`` after them (so that a seed's
+    rows are the same at every noise level), and the test rows from ``default_rng([seed, 1])``."""
+    expr, names = true_expression(name), variable_names(name)
+    rng = np.random.default_rng(seed)
+    columns = draw(name, rows, rng)
+    y = evaluate(expr, names, columns)
+    y = y + rng.normal(0.0, noise * math.sqrt(float(np.mean(y**2))), rows)
+    test = draw(name, test_rows, np.random.default_rng([seed, 1]))
+    return columns, y, test, evaluate(expr, names, test)
+
+
+# --- SRBench's symbolic-solution criterion -------------------------------------------------------------
+
+class CheckTimeout(BaseException):
+    """The symbolic check ran out of time (a BaseException, so that no ``except Exception`` in sympy eats it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None):
+    """Raise :class:`CheckTimeout` in the block after ``seconds`` (and every 0.5 s after, in case a handler
+    swallowed the first). Only in the main thread of a POSIX process; elsewhere, or for None/0, no limit."""
+    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CheckTimeout(f"symbolic check over {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def srbench_round(expr: sympy.Expr) -> sympy.Expr:
+    """SRBench's ``round_floats``: every float below 1e-4 in size becomes 0, every other one is rounded to 3
+    decimals and kept at 3 significant digits (``Float(round(a, 3), 3)``); integers and rationals stay."""
+    return expr.xreplace({a: sympy.Integer(0) if abs(a) < 1e-4 else sympy.Float(round(a, 3), 3)
+                          for a in expr.atoms(sympy.Float)})
+
+
+def assess(true_expr: sympy.Expr, model_expr: sympy.Expr, timeout: float | None = CHECK_TIMEOUT) -> dict:
+    """SRBench's symbolic check of ``model_expr`` against ``true_expr`` (both over the same symbols).
+
+    As SRBench does it: pi is 3.1415926535 in both; the true expression's floats are rounded
+    (:func:`srbench_round`); the model's are rounded and the model simplified (``simplify(ratio=1)``); then
+    ``diff = round(true - model)`` and ``frac = round(model / true)``, ``diff`` simplified (and rounded again)
+    when it is not already a constant or when ``frac`` is; the flags are ``diff`` printing as 0, ``diff`` a
+    constant and ``frac`` a constant (sympy's ``is_constant``). Solved: any flag, and the simplified model neither
+    0 nor nan. The R^2 > 0.5 precondition is the caller's (it needs data).
+
+    Returns {"solved", "error_is_zero", "error_is_constant", "fraction_is_constant", "simplified_model",
+    "timed_out", "seconds"}; a check that runs past ``timeout`` s is not solved and has ``timed_out`` true.
+    """
+    out = {"solved": False, "error_is_zero": False, "error_is_constant": False, "fraction_is_constant": False,
+           "simplified_model": None, "timed_out": False}
+    start = time.perf_counter()
+    try:
+        with time_limit(timeout):
+            true = srbench_round(true_expr.subs(sympy.pi, PI_VALUE))
+            model = sympy.simplify(srbench_round(model_expr.subs(sympy.pi, PI_VALUE)), ratio=1)
+            out["simplified_model"] = str(model)
+            diff, frac = srbench_round(true - model), srbench_round(model / true)
+            if not diff.is_constant() or frac.is_constant():
+                diff = srbench_round(sympy.simplify(diff, ratio=1))
+            out["error_is_zero"] = str(diff) == "0"
+            out["error_is_constant"] = bool(diff.is_constant())
+            out["fraction_is_constant"] = bool(frac.is_constant())
+    except CheckTimeout:
+        out["timed_out"] = True
+    flags = out["error_is_zero"] or out["error_is_constant"] or out["fraction_is_constant"]
+    out["solved"] = bool(flags and not out["timed_out"] and out["simplified_model"] not in (None, "0", "nan"))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def symbolic_solution(true_expr: sympy.Expr, model_expr: sympy.Expr, timeout: float | None = CHECK_TIMEOUT) -> bool:
+    """Whether ``model_expr`` is a symbolic solution of ``true_expr`` by SRBench's definition (La Cava et al.
+    2021): after SRBench's rounding of floats, ``true - model`` is 0 or a constant, or ``model / true`` is a
+    constant (see :func:`assess`). A check that runs past ``timeout`` seconds is False."""
+    return assess(true_expr, model_expr, timeout)["solved"]
+
+
+# --- one cell --------------------------------------------------------------------------------------------
+
+def r2_score(y: np.ndarray, pred: np.ndarray) -> float:
+    with np.errstate(all="ignore"):
+        ss_res, ss_tot = float(np.sum((y - pred) ** 2)), float(np.sum((y - np.mean(y)) ** 2))
+    value = 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else -math.inf)
+    return value if math.isfinite(value) else -math.inf
+
+
+NUMERIC_FAR = 0.2
+""":func:`numerically_far`'s threshold on the spread of model / true and of true - model over the test rows."""
+
+
+def numerically_far(true_expr: sympy.Expr, model: sympy.Expr, names: list[str], test: dict) -> bool:
+    """A necessary condition of SRBench's criterion, checked on the noiseless test rows before the (slow, up to
+    ``--check-timeout``) sympy check: a symbolic solution has model / true or true - model constant, up to the
+    rounding of its floats to 3 significant digits (a fraction of a percent; a few percent inside an exp). When
+    the ratio's spread (std / |mean|) and the difference's (std / RMS of true) both exceed ``NUMERIC_FAR`` (20%),
+    the model is no solution and sympy is not asked."""
+    true_y, pred = evaluate(true_expr, names, test), evaluate(model, names, test)
+    with np.errstate(all="ignore"):
+        ratio, diff = pred / true_y, true_y - pred
+        ratio_spread = float(np.std(ratio) / abs(np.mean(ratio)))
+        diff_spread = float(np.std(diff) / np.sqrt(np.mean(true_y**2)))
+    near = [v for v in (ratio_spread, diff_spread) if math.isfinite(v)]
+    return bool(near) and min(near) > NUMERIC_FAR
+
+
+def run_cell(task: dict) -> dict:
+    """Fit one (equation, noise, seed) cell and judge it; never raises (an error is recorded in the cell)."""
+    name, noise, seed = task["equation"], task["noise"], task["seed"]
+    row = {"equation": name, "noise": noise, "seed": seed, "key": task["key"], "expression": None, "solved": False,
+           "r2_test": None, "check": None, "cpu_seconds": None, "error": None}
+    start = time.perf_counter()
+    try:
+        names = variable_names(name)
+        columns, y, test, test_y = cell_data(name, noise, seed, task["rows"], task["test_rows"])
+        law = discover_law({**columns, TARGET: y}, DiscoverConfig(target=TARGET, features=names, seeds=1,
+                                                                  first_seed=seed, points=task["points"]))
+        row["expression"] = law["expression"]
+        row["cpu_seconds"] = law["per_seed"][0]["cpu_seconds"]
+        row["search_settings"] = law.get("settings")
+        if not law["expression"]:
+            raise ValueError("discover_law returned no expression")
+        model = expression_text.parse(law["expression"], symbol_table(name))
+        row["r2_test"] = r2_score(test_y, evaluate(model, names, test))
+        if row["r2_test"] > R2_GATE and not numerically_far(true_expression(name), model, names, test):
+            row["check"] = assess(true_expression(name), model, task["check_timeout"])
+            row["solved"] = row["check"]["solved"]
+            if row["check"]["timed_out"]:
+                row["error"] = "timeout"
+        elif row["r2_test"] <= R2_GATE:
+            row["check"] = "not checked: test R^2 <= 0.5 (SRBench)"
+        else:
+            row["check"] = (f"not checked: neither model / true nor true - model is within {NUMERIC_FAR:.0%} of a "
+                            "constant")
+    except Exception as exc:  # a benchmark records a failing cell and goes on
+        row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    row["wall_seconds"] = time.perf_counter() - start
+    return row
+
+
+# --- the run ---------------------------------------------------------------------------------------------
+
+def cell_id(name: str, noise: float, seed: int) -> str:
+    return f"{name}/{float(noise)!r}/{seed}"
+
+
+def cell_key(run_key: str, name: str) -> str:
+    """What a cell's result depends on: the run's key (code, dependencies, settings) and the equation's data."""
+    record = EQUATIONS[name]
+    text = json.dumps([run_key, record["formula"], [list(v) for v in record["variables"]]])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def partial_dir(out: Path) -> Path:
+    return out.with_name(out.name + ".partial")
+
+
+def select(args) -> list[str]:
+    names = list(EQUATIONS)
+    if args.equations:
+        wanted = [n.strip() for n in args.equations.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in EQUATIONS]
+        if unknown:
+            raise SystemExit(f"unknown equations: {', '.join(unknown)} (names as SRBench spells them, "
+                             "e.g. feynman_I_12_1)")
+        names = [n for n in names if n in wanted]
+    if args.max_variables:
+        names = [n for n in names if len(EQUATIONS[n]["variables"]) <= args.max_variables]
+    if not names:
+        raise SystemExit("no equation selected")
+    return names
+
+
+def load_cells(out: Path, keys: dict[str, str]) -> dict[str, dict]:
+    """Finished cells of an earlier run (the output, then ``<out>.partial/``) whose key is the current one."""
+    found = {}
+    sources = []
+    if out.exists():
+        with contextlib.suppress(OSError, json.JSONDecodeError):
+            sources.extend(json.loads(out.read_text()).get("cells", {}).values())
+    if partial_dir(out).is_dir():
+        for f in sorted(partial_dir(out).glob("*.json")):
+            with contextlib.suppress(OSError, json.JSONDecodeError):
+                sources.append(json.loads(f.read_text()))
+    for cell in sources:
+        if isinstance(cell, dict) and keys.get(cell.get("equation")) == cell.get("key"):
+            found[cell_id(cell["equation"], cell["noise"], cell["seed"])] = cell
+    return found
+
+
+def summarise(cells: dict, names: list[str], noises: list[float], seeds: list[int]) -> dict:
+    """Per noise level, over the database's equations: equations solved (expected count: the mean over seeds, summed
+    over equations), the rate, the same on the equations PhySO has a rate for beside PhySO's expected count there,
+    CPU time per fit; and each orbital law's solved seeds k/n (``orbital_laws``)."""
+    summary = {}
+    orbital = [n for n in names if n in database.ORBITAL]
+    names = [n for n in names if n in database.EQUATIONS]  # the database's rates are over its equations only
+    for noise in noises:
+        per_eq, cpu, errors, timeouts = {}, [], 0, 0
+        for name in names:
+            rows = [cells[c] for s in seeds if (c := cell_id(name, noise, s)) in cells]
+            if rows:
+                per_eq[name] = sum(r["solved"] for r in rows) / len(rows)
+            cpu += [r["cpu_seconds"] for r in rows if r["cpu_seconds"] is not None]
+            errors += sum(r["error"] is not None and r["error"] != "timeout" for r in rows)
+            timeouts += sum(r["error"] == "timeout" for r in rows)
+        physo = {n: database.PHYSO_RATES[n][noise] for n in per_eq
+                 if n in database.PHYSO_RATES and noise in database.PHYSO_RATES[n]}
+        summary[repr(float(noise))] = {
+            "equations": len(per_eq), "solved_expected": sum(per_eq.values()),
+            "rate": sum(per_eq.values()) / len(per_eq) if per_eq else None,
+            "physo_equations": len(physo),
+            "solved_expected_on_physo_equations": sum(per_eq[n] for n in physo),
+            "rate_on_physo_equations": sum(per_eq[n] for n in physo) / len(physo) if physo else None,
+            "physo_solved_expected": sum(physo.values()) if physo else None,
+            "physo_rate": sum(physo.values()) / len(physo) if physo else None,
+            "fits": len(cpu), "cpu_seconds_per_fit_mean": float(np.mean(cpu)) if cpu else None,
+            "cpu_seconds_per_fit_max": float(np.max(cpu)) if cpu else None,
+            "errors": errors, "check_timeouts": timeouts}
+        entry = summary[repr(float(noise))]
+        entry["orbital_laws"] = {n: f"{sum(cells[c]['solved'] for c in ids)}/{len(ids)}" for n in orbital
+                                 if (ids := [c for s in seeds if (c := cell_id(n, noise, s)) in cells])}
+        entry["at_least_physo"] = (None if entry["physo_solved_expected"] is None
+                                   else entry["solved_expected_on_physo_equations"] >= entry["physo_solved_expected"])
+    return summary
+
+
+def plot(summary: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = list(summary)
+    x = np.arange(len(levels))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), constrained_layout=True)
+    ours = [summary[k]["rate_on_physo_equations"] for k in levels]
+    physo = [summary[k]["physo_rate"] for k in levels]
+    n = max((summary[k]["physo_equations"] for k in levels), default=0)
+    ax.plot(x, [np.nan if v is None else v for v in ours], "o-", label=f"orbitlaw discover (1 fit per seed, {n} eq.)")
+    ax.plot(x, [np.nan if v is None else v for v in physo], "s--", label=f"PhySO (published, same {n} eq.)")
+    ax.set_xticks(x, levels)
+    ax.set_xlabel("target noise (SRBench: std = noise x RMS(y))")
+    ax.set_ylabel("symbolic-solution rate")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title("AI Feynman database, SRBench criterion")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def markdown(result: dict) -> str:
+    """Per equation: the formula, our solved seeds k/n at each noise level and PhySO's published rate."""
+    cells, sel = result["cells"], result["selection"]
+    noises, seeds = sel["noise"], sel["seeds"]
+    lines = ["| equation | formula | " + " | ".join(f"orbitlaw {n:g}" for n in noises) + " | "
+             + " | ".join(f"PhySO {n:g}" for n in noises) + " |", "|---|---|" + "---|" * (2 * len(noises))]
+    for name in sel["equations"]:
+        ours = []
+        for noise in noises:
+            rows = [cells[c] for s in seeds if (c := cell_id(name, noise, s)) in cells]
+            ours.append(f"{sum(r['solved'] for r in rows)}/{len(rows)}" if rows else "–")
+        rates = database.PHYSO_RATES.get(name, {})
+        physo = [f"{rates[n]:.1f}" if n in rates else "–" for n in noises]
+        lines.append(f"| {name} | `{EQUATIONS[name]['formula']}` | " + " | ".join(ours) + " | "
+                     + " | ".join(physo) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--equations", default=None, help="comma-separated names (feynman_I_12_1,...); default all")
+    parser.add_argument("--max-variables", type=int, default=None, help="only equations of at most K variables")
+    parser.add_argument("--noise", default=",".join(f"{n:g}" for n in NOISES), help="target noise levels")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds 0 .. N-1, one fit each")
+    parser.add_argument("--rows", type=int, default=ROWS)
+    parser.add_argument("--test-rows", type=int, default=TEST_ROWS)
+    parser.add_argument("--points", type=int, default=POINTS, help="DiscoverConfig.points")
+    parser.add_argument("--check-timeout", type=float, default=CHECK_TIMEOUT, help="seconds per symbolic check")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", default="benchmarks/results/srbench.json")
+    parser.add_argument("--figure", default=None, help="default: --out with .png")
+    parser.add_argument("--markdown", action="store_true", help="print the per-equation table of --out; run nothing")
+    args = parser.parse_args()
+    out = Path(args.out)
+    if args.markdown:
+        print(markdown(json.loads(out.read_text())))
+        return
+
+    names = select(args)
+    noises = [float(n) for n in args.noise.split(",") if n.strip()]
+    seeds = list(range(args.seeds))
+    settings = {"rows": args.rows, "test_rows": args.test_rows, "points": args.points,
+                "check_timeout": args.check_timeout, "r2_gate": R2_GATE, "target": TARGET,
+                "noise_model": "y + N(0, noise * sqrt(mean(y**2)))", "fit": "discover_law, seeds=1, first_seed=seed"}
+    version, deps = code_version(), dependency_versions()
+    run_key = hashlib.sha256(json.dumps([settings, version, deps], sort_keys=True).encode()).hexdigest()[:16]
+    keys = {n: cell_key(run_key, n) for n in EQUATIONS}
+    cells = load_cells(out, keys)
+    todo = [{"equation": n, "noise": z, "seed": s, "key": keys[n], **{k: settings[k] for k in
+             ("rows", "test_rows", "points", "check_timeout")}}
+            for n in names for z in noises for s in seeds if cell_id(n, z, s) not in cells]
+    reused = len(names) * len(noises) * len(seeds) - len(todo)
+    partial = partial_dir(out)
+    start = time.perf_counter()
+
+    def record(row: dict) -> None:
+        cells[cell_id(row["equation"], row["noise"], row["seed"])] = row
+        partial.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(partial / f"{row['equation']}__{row['noise']!r}__{row['seed']}.json", row)
+        bar.set_postfix_str(f"{row['equation']} {'solved' if row['solved'] else 'not solved'}"
+                            f"{' (' + row['error'][:40] + ')' if row['error'] else ''}")
+        bar.update()
+
+    bar = tqdm(total=len(todo), desc="srbench cells", unit="fit")
+    if args.workers > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=min(args.workers, len(todo)), mp_context=get_context("spawn"),
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+            for future in as_completed([pool.submit(run_cell, t) for t in todo]):
+                record(future.result())
+    else:
+        for task in todo:
+            record(run_cell(task))
+    bar.close()
+
+    summary = summarise(cells, names, noises, seeds)
+    figure = Path(args.figure) if args.figure else out.with_suffix(".png")
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    plot(summary, figure)
+    search = next((c.get("search_settings") for c in cells.values() if c.get("search_settings")), None)
+    result = {
+        "benchmark": "srbench-feynman", "settings": {**settings, "workers": args.workers, "discover": search},
+        "selection": {"equations": names, "noise": noises, "seeds": seeds},
+        "code_version": version, "dependency_versions": deps, "run_key": run_key,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor()},
+        "physo_source": database.PHYSO_SOURCE, "criterion": CRITERION,
+        "cells_reused": reused, "cells_computed": len(todo), "wall_seconds_this_run": time.perf_counter() - start,
+        "summary": summary, "figure": figure.name, "cells": dict(sorted(cells.items()))}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out, result)
+    shutil.rmtree(partial, ignore_errors=True)  # every cell is in the output now, where a rerun finds it
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
