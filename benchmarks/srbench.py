@@ -16,8 +16,11 @@ seeds=1, first_seed=seed, points=--points)``. The target column is named ``targe
 ``y``). The model is also scored on ``--test-rows`` (500) fresh noiseless rows (R^2), as SRBench scores its
 test split.
 
-The criterion (:func:`assess`, SRBench's ``experiment/assess_symbolic_model.py`` and ``symbolic_utils.py`` and
-``postprocessing/collate_groundtruth_results.py``, restated): a model is checked only when its test R^2 exceeds
+The criterion (:func:`assess`; SRBench's ``experiment/assess_symbolic_model.py`` and ``symbolic_utils.py`` and
+``postprocessing/collate_groundtruth_results.py``, restated, over positive symbols for the variables whose range
+is positive, from 0 up, as all of the database's are: on that domain ``sqrt(M)/sqrt(r)`` is ``sqrt(M/r)``, which
+sympy does not grant a symbol that may be negative, so a check over plain symbols calls such a model no
+solution): a model is checked only when its test R^2 exceeds
 0.5. In both expressions ``pi`` becomes 3.1415926535 and every float is rounded (below 1e-4 in size: 0; else to
 3 decimals, kept at 3 significant digits); the model is then simplified. It is a symbolic solution when
 ``true - model`` simplifies to 0 or is a constant, or ``model / true`` is a constant (sympy's ``is_constant``),
@@ -80,7 +83,9 @@ CHECK_TIMEOUT = 15.0
 FUNCTIONS = {"sqrt": sympy.sqrt, "exp": sympy.exp, "log": sympy.log, "sin": sympy.sin, "cos": sympy.cos,
              "tan": sympy.tan, "tanh": sympy.tanh, "asin": sympy.asin}
 """The functions the database's formulas use (``ln`` and ``arcsin`` already written ``log`` and ``asin``)."""
-CRITERION = ("SRBench's: checked only when test R^2 > 0.5; pi -> 3.1415926535 and floats rounded (|a| < 1e-4 -> 0, "
+CRITERION = ("SRBench's, over positive symbols for the variables of positive range: checked only when test R^2 > 0.5 "
+             "and model / true or true - model within 20% of a constant on the test rows; pi -> 3.1415926535 and "
+             "floats rounded (|a| < 1e-4 -> 0, "
              "else Float(round(a, 3), 3)) in both, the model simplified; solved when true - model simplifies to 0 "
              "or is a constant, or model / true is a constant, and the simplified model is not 0 or nan")
 
@@ -92,8 +97,12 @@ def variable_names(name: str) -> list[str]:
 
 
 def symbol_table(name: str) -> dict[str, sympy.Symbol]:
-    """{variable name: Symbol} of one equation: ``gamma``, ``beta`` or ``I`` are plain symbols here."""
-    return {v: sympy.Symbol(v) for v in variable_names(name)}
+    """{variable name: Symbol} of one equation: ``gamma``, ``beta`` or ``I`` are plain symbols here. A variable
+    whose range is positive is a positive symbol: on its domain ``sqrt(M)/sqrt(r)`` is ``sqrt(M/r)``, which sympy
+    does not grant for a symbol that may be negative or complex (and so would call the ratio of the two not
+    constant)."""
+    return {v: sympy.Symbol(v, positive=True) if low >= 0 else sympy.Symbol(v)
+            for v, low, _ in EQUATIONS[name]["variables"]}
 
 
 def true_expression(name: str) -> sympy.Expr:
@@ -234,6 +243,37 @@ def numerically_far(true_expr: sympy.Expr, model: sympy.Expr, names: list[str], 
     return bool(near) and min(near) > NUMERIC_FAR
 
 
+def judge(row: dict, test: dict, test_y: np.ndarray, timeout: float) -> None:
+    """Score ``row["expression"]`` on the test rows and check it by SRBench's criterion, in place: ``r2_test``,
+    ``check``, ``solved`` (and ``error`` "timeout" for a check cut short)."""
+    name = row["equation"]
+    names = variable_names(name)
+    model = expression_text.parse(row["expression"], symbol_table(name))
+    row["r2_test"] = r2_score(test_y, evaluate(model, names, test))
+    row["solved"], row["error"] = False, None
+    if row["r2_test"] > R2_GATE and not numerically_far(true_expression(name), model, names, test):
+        row["check"] = assess(true_expression(name), model, timeout)
+        row["solved"] = row["check"]["solved"]
+        if row["check"]["timed_out"]:
+            row["error"] = "timeout"
+    elif row["r2_test"] <= R2_GATE:
+        row["check"] = "not checked: test R^2 <= 0.5 (SRBench)"
+    else:
+        row["check"] = f"not checked: neither model / true nor true - model is within {NUMERIC_FAR:.0%} of a constant"
+
+
+def recheck_cell(task: dict) -> dict:
+    """Judge a finished cell's expression again by the current criterion (no new fit)."""
+    row = dict(task["cell"])
+    _, _, test, test_y = cell_data(row["equation"], row["noise"], row["seed"], task["rows"], task["test_rows"])
+    try:
+        judge(row, test, test_y, task["check_timeout"])
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    row["rechecked"] = True
+    return row
+
+
 def run_cell(task: dict) -> dict:
     """Fit one (equation, noise, seed) cell and judge it; never raises (an error is recorded in the cell)."""
     name, noise, seed = task["equation"], task["noise"], task["seed"]
@@ -250,18 +290,7 @@ def run_cell(task: dict) -> dict:
         row["search_settings"] = law.get("settings")
         if not law["expression"]:
             raise ValueError("discover_law returned no expression")
-        model = expression_text.parse(law["expression"], symbol_table(name))
-        row["r2_test"] = r2_score(test_y, evaluate(model, names, test))
-        if row["r2_test"] > R2_GATE and not numerically_far(true_expression(name), model, names, test):
-            row["check"] = assess(true_expression(name), model, task["check_timeout"])
-            row["solved"] = row["check"]["solved"]
-            if row["check"]["timed_out"]:
-                row["error"] = "timeout"
-        elif row["r2_test"] <= R2_GATE:
-            row["check"] = "not checked: test R^2 <= 0.5 (SRBench)"
-        else:
-            row["check"] = (f"not checked: neither model / true nor true - model is within {NUMERIC_FAR:.0%} of a "
-                            "constant")
+        judge(row, test, test_y, task["check_timeout"])
     except Exception as exc:  # a benchmark records a failing cell and goes on
         row["error"] = f"{type(exc).__name__}: {exc}"[:500]
     row["wall_seconds"] = time.perf_counter() - start
@@ -412,6 +441,8 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/srbench.json")
     parser.add_argument("--figure", default=None, help="default: --out with .png")
     parser.add_argument("--markdown", action="store_true", help="print the per-equation table of --out; run nothing")
+    parser.add_argument("--recheck", action="store_true",
+                        help="judge the finished cells of --out again by the current criterion, fitting nothing")
     args = parser.parse_args()
     out = Path(args.out)
     if args.markdown:
@@ -432,6 +463,12 @@ def main() -> None:
              ("rows", "test_rows", "points", "check_timeout")}}
             for n in names for z in noises for s in seeds if cell_id(n, z, s) not in cells]
     reused = len(names) * len(noises) * len(seeds) - len(todo)
+    worker = run_cell
+    if args.recheck:  # judge the finished cells again by the current criterion; fit nothing
+        todo = [{"cell": c, **{k: settings[k] for k in ("rows", "test_rows", "check_timeout")}}
+                for c in cells.values() if c["equation"] in names and c["noise"] in noises and c["seed"] in seeds
+                and c.get("expression")]
+        worker = recheck_cell
     partial = partial_dir(out)
     start = time.perf_counter()
 
@@ -447,11 +484,11 @@ def main() -> None:
     if args.workers > 1 and len(todo) > 1:
         with ProcessPoolExecutor(max_workers=min(args.workers, len(todo)), mp_context=get_context("spawn"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            for future in as_completed([pool.submit(run_cell, t) for t in todo]):
+            for future in as_completed([pool.submit(worker, t) for t in todo]):
                 record(future.result())
     else:
         for task in todo:
-            record(run_cell(task))
+            record(worker(task))
     bar.close()
 
     summary = summarise(cells, names, noises, seeds)

@@ -169,6 +169,12 @@ def path_replicated(rung: str):
                       (_summary(d, rung, a)["newtonian"], *[100 * x for x in _summary(d, rung, a)["departures"]])]
 
 
+def srbench(doc: dict, noise: str, key: str):
+    """One number of srbench.json's summary at a noise level; counts to one decimal, as the pages write them."""
+    value = doc["summary"][noise][key]
+    return f"{value:.1f}" if isinstance(value, float) and key.startswith(("solved", "physo_solved")) else value
+
+
 def path_cell(rung: str, attention: str):
     """The path page's table cell: departure [95% interval] and verdict."""
     return lambda d: (*[100 * v for v in departure(path_row(d, rung, attention)["law"])],
@@ -316,6 +322,31 @@ NUMBERS = [
                                                            d["summary"]["cpu_seconds_per_fit_max"]),
      "{0} of {1} cells meet their targets; {2} of {3:,} seeds of a non-Newtonian law called `newtonian`; Newton's "
      "law `newtonian` in {4} of {5} seeds; {6:.2f} s CPU per fit on average, {7:.2f} s at most"),
+    # symbolic regression on SRBench's Feynman problems
+    (RESULTS_MD, "srbench.json", lambda d: [srbench(d, n, k) for k in ("solved_expected_on_physo_equations",
+                                                                       "physo_solved_expected")
+                                            for n in ("0.0", "0.001", "0.01")],
+     "solved (expected, of PhySO's 97): {0} at noise 0, {1} at 0.1%, {2} at 1%; PhySO (published) {3}, {4}, {5}"),
+    (RESULTS_MD, "srbench.json", lambda d: "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
+     "the target (PhySO's count at 1%) **{}**"),
+    (RESULTS_MD, "srbench_before.json", lambda d: srbench(d, "0.01", "solved_expected"),
+     "before the square root and the raw-target search {} at 1%"),
+    (RESULTS_MD, "srbench.json", lambda d: srbench(d, "0.01", "cpu_seconds_per_fit_mean"),
+     "{:.2f} s CPU per fit at 1%"),
+    (RESULTS_MD, "srbench_before.json", lambda d: srbench(d, "0.01", "cpu_seconds_per_fit_mean"), "({:.2f} s before)"),
+    (README_, "srbench.json", lambda d: srbench(d, "0.01", "solved_expected"), "{} of 97 equations at 1% noise"),
+    (README_, "srbench_before.json", lambda d: srbench(d, "0.01", "solved_expected"), "({} before the square root"),
+    (README_, "srbench.json", lambda d: srbench(d, "0.01", "physo_solved_expected"), "against {} for PhySO's"),
+    *[(BENCH_MD, "srbench.json", lambda d, n=n: (srbench(d, n, "solved_expected_on_physo_equations"),
+                                                 srbench(d, n, "physo_solved_expected"),
+                                                 srbench(d, n, "cpu_seconds_per_fit_mean"),
+                                                 srbench(d, n, "cpu_seconds_per_fit_max")),
+       f"| {label} | {{0}} | {{1}} | {{2:.2f}} / {{3:.2f}} |") for n, label in (("0.0", "0"), ("0.001", "0.1%"),
+                                                                                 ("0.01", "1%"))],
+    (BENCH_MD, "srbench_before.json", lambda d: srbench(d, "0.01", "solved_expected"), "orbitlaw solved {} of"),
+    *[(BENCH_MD, "srbench.json", lambda d, law=law: srbench(d, "0.01", "orbital_laws")[law], f"{text}: {{}}")
+      for law, text in (("hill_radius", "a(m/3M)^(1/3)"), ("kepler_third_law", "P = sqrt(a³/(M + m))"),
+                        ("vis_viva", "the vis-viva speed"))],
     (README_, "near_newton.json", near_newton,
      "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
     (RESULTS_MD, "near_newton.json", near_newton,

@@ -63,8 +63,18 @@ def test_the_orbital_laws_hold_at_the_earth():
 def test_sympy_names_are_symbols_through_the_table():
     assert not isinstance(sympy.sympify("gamma"), sympy.Symbol)  # why the table is needed
     expr = srbench.true_expression("feynman_II_13_17")  # a variable named I, not the imaginary unit
-    assert sympy.Symbol("I") in expr.free_symbols and not expr.has(sympy.I)
-    assert sympy.Symbol("beta") in srbench.true_expression("feynman_III_17_37").free_symbols
+    assert sympy.Symbol("I", positive=True) in expr.free_symbols and not expr.has(sympy.I)
+    assert sympy.Symbol("beta", positive=True) in srbench.true_expression("feynman_III_17_37").free_symbols
+
+
+def test_roots_split_or_merged_are_the_same_solution_on_positive_ranges():
+    """sqrt(M)/sqrt(r) is sqrt(M/r) for M, r > 0 (every range of the table): a fitted speed of a circular orbit
+    written either way is a solution, and a wrong exponent is not."""
+    table = srbench.symbol_table("circular_velocity")
+    true = srbench.true_expression("circular_velocity")
+    for text in ("6.2814*sqrt(M)/sqrt(r)", "6.2814*sqrt(M/r)"):
+        assert srbench.symbolic_solution(true, expression_text.parse(text, table)), text
+    assert not srbench.symbolic_solution(true, expression_text.parse("6.2814*M/sqrt(r)", table))
 
 
 def test_physo_rates_are_fractions_of_table_equations():
