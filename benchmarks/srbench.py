@@ -228,13 +228,12 @@ NUMERIC_FAR = 0.2
 """:func:`numerically_far`'s threshold on the spread of model / true and of true - model over the test rows."""
 
 
-def numerically_far(true_expr: sympy.Expr, model: sympy.Expr, names: list[str], test: dict) -> bool:
+def numerically_far(true_y: np.ndarray, pred: np.ndarray) -> bool:
     """A necessary condition of SRBench's criterion, checked on the noiseless test rows before the (slow, up to
     ``--check-timeout``) sympy check: a symbolic solution has model / true or true - model constant, up to the
     rounding of its floats to 3 significant digits (a fraction of a percent; a few percent inside an exp). When
     the ratio's spread (std / |mean|) and the difference's (std / RMS of true) both exceed ``NUMERIC_FAR`` (20%),
     the model is no solution and sympy is not asked."""
-    true_y, pred = evaluate(true_expr, names, test), evaluate(model, names, test)
     with np.errstate(all="ignore"):
         ratio, diff = pred / true_y, true_y - pred
         ratio_spread = float(np.std(ratio) / abs(np.mean(ratio)))
@@ -249,9 +248,10 @@ def judge(row: dict, test: dict, test_y: np.ndarray, timeout: float) -> None:
     name = row["equation"]
     names = variable_names(name)
     model = expression_text.parse(row["expression"], symbol_table(name))
-    row["r2_test"] = r2_score(test_y, evaluate(model, names, test))
+    pred = evaluate(model, names, test)
+    row["r2_test"] = r2_score(test_y, pred)
     row["solved"], row["error"] = False, None
-    if row["r2_test"] > R2_GATE and not numerically_far(true_expression(name), model, names, test):
+    if row["r2_test"] > R2_GATE and not numerically_far(test_y, pred):
         row["check"] = assess(true_expression(name), model, timeout)
         row["solved"] = row["check"]["solved"]
         if row["check"]["timed_out"]:

@@ -21,8 +21,13 @@ from orbitlaw.provenance import code_version, dependency_versions
 def render(expr: sympy.Expr, features: list[str]) -> str:
     """The expression with the placeholders x0.. replaced by the feature names, roots merged
     (:func:`orbitlaw.discovery.sr.law.readable`)."""
+    return str(_named(expr, features))
+
+
+def _named(expr: sympy.Expr, features: list[str]) -> sympy.Expr:
+    """:func:`render`'s expression before printing (also what the LaTeX form prints)."""
     names = [sympy.Symbol(f) for f in features]  # one symbol per column, whatever its name holds
-    return str(laws.readable(expr).xreplace(dict(zip(placeholders(len(features)), names, strict=True))))
+    return laws.readable(expr).xreplace(dict(zip(placeholders(len(features)), names, strict=True)))
 
 
 def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict,
@@ -84,8 +89,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         power["G_relative_error"] = (power["constant"] - G_EXACT) / G_EXACT if newton_form else None
         power["G_relative_error_ci95"] = ([(c - G_EXACT) / G_EXACT for c in interval] if newton_form and interval
                                          else None)
-    rendered = laws.readable(final.expr).xreplace(dict(zip(symbols, [sympy.Symbol(f) for f in features],
-                                                               strict=True)))
+    rendered = _named(final.expr, features)
     departure = _departure_from_newton(final.expr, symbols, X, y, features, quantity, metric)
     exact_departure = _departure_from_newton(exact.expr, symbols, X, y, features, quantity, metric, groups,
                                              seed=len(per_seed))

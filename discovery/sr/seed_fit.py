@@ -76,10 +76,12 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     chosen = laws.choose(front, selection, per_row, held_pred, tolerance, metric)
     exact = laws.choose(front, selection, per_row, held_pred, 0.0, metric) if tolerance else chosen
     both = np.concatenate([rows, held])
-    expr = robust_constant(laws.snap_units(chosen.expr, symbols, X[both], y[both], metric), symbols, X[both],
-                           y[both], metric)
-    exact_expr = expr if exact is chosen else robust_constant(
-        laws.snap_units(exact.expr, symbols, X[both], y[both], metric), symbols, X[both], y[both], metric)
+
+    def settled(law: sympy.Expr) -> sympy.Expr:  # simple constants snapped, a power law's constant refitted
+        return robust_constant(laws.snap_units(law, symbols, X[both], y[both], metric), symbols, X[both], y[both],
+                               metric)
+    expr = settled(chosen.expr)
+    exact_expr = expr if exact is chosen else settled(exact.expr)
     return {"seed": seed, "expression": str(expr), "exact_expression": str(exact_expr), "exact_error": exact.error,
             "error": chosen.error, "complexity": chosen.complexity,
             "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held),
