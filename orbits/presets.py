@@ -185,9 +185,14 @@ def _fill_planets(batch: SystemBatch, rng, p, planet_masses) -> None:
 
 
 def _fill_common(batch: SystemBatch, rng, p) -> None:
+    """The centre of mass, N(0, com_sigma^2 I) AU, and the time step: a week or six months at random, or
+    ``TIME_STEPS[time_step_index]`` for every system when the parameters set it (the draw is made either way, so
+    the rest of the stream does not move)."""
     n = len(batch)
     batch.com[:] = p["com_sigma"] * rng.standard_normal((n, 2))
     batch.dt_index[:] = rng.integers(0, 2, size=n)
+    if "time_step_index" in p:
+        batch.dt_index[:] = p["time_step_index"]
 
 
 def _star_and_planet_masses(rng, p, n, P):
@@ -344,7 +349,8 @@ class PresetRecord:
     ``i mod len(planets)`` with the star, or with ``params["together"]`` the whole system. force_probe: one of
     the reference's two-body force-probe sets (one planet, a moving star, 500 steps): the systems its LLM
     prompts are drawn from. interacting(params): whether the bodies attract each other, so the states come
-    from the N-body integrator (REBOUND IAS15) instead of Kepler orbits.
+    from the N-body integrator (REBOUND IAS15) instead of Kepler orbits. optional: parameters a config may set
+    that the defaults leave out (``time_step_index``: one step for every system instead of a draw per system).
     """
 
     defaults: dict
@@ -354,6 +360,7 @@ class PresetRecord:
     real_system: bool = False
     force_probe: bool = False
     interacting: Callable[[dict], bool] = lambda params: False
+    optional: tuple[str, ...] = ()
 
     def planet_slots(self, params: dict) -> int:
         """P, the number of planet slots of the preset's systems (a real system: one planet per sequence, or
@@ -370,16 +377,20 @@ def _ignore_index(sampler):
     return lambda rng, n, p, first_index=0: sampler(rng, n, p)
 
 
+_ONE_STEP = ("time_step_index",)
+"""What the presets that draw a week or six months per system may fix for all of them."""
+
 RECORDS: dict[str, PresetRecord] = {
     "vafa2025": PresetRecord(
         {**_COMMON, **_PRIORS, "planets": [1, 10], **_EXOPLANET_MASSES, "freeze_star": True},
-        _ignore_index(sample_vafa2025), _validate_priors, stores_states=False),
+        _ignore_index(sample_vafa2025), _validate_priors, stores_states=False, optional=_ONE_STEP),
     "two-body-exoplanet": PresetRecord(
         {**_COMMON, **_PRIORS, "planets": [1, 1], **_EXOPLANET_MASSES},
-        _ignore_index(sample_two_body_exoplanet), _validate_priors, stores_states=True, force_probe=True),
+        _ignore_index(sample_two_body_exoplanet), _validate_priors, stores_states=True, force_probe=True,
+        optional=_ONE_STEP),
     "two-body": PresetRecord(
         {**_COMMON, **_PRIORS, "planets": [1, 1], "mass_uniform": [1e-4, 1.01e-2]},
-        _ignore_index(sample_two_body), _validate_priors, stores_states=True, force_probe=True),
+        _ignore_index(sample_two_body), _validate_priors, stores_states=True, force_probe=True, optional=_ONE_STEP),
     "binary": PresetRecord(
         {"seq_len": 201, "steps": 100, **_PRIORS, "a_range": [4.0, 6.0], "e_max": 0.3, "planets": [1, 1],
          "mass_loguniform": [0.2, 1.0], "time_step_index": 1, "force_law": {"kind": "newton"}},
@@ -391,7 +402,8 @@ RECORDS: dict[str, PresetRecord] = {
         interacting=lambda p: bool(p["together"])),
     "nbody": PresetRecord(
         {**_COMMON, **_PRIORS, "planets": [2, 4], "e_max": 0.6, "min_spacing": 1.3, **_EXOPLANET_MASSES},
-        _ignore_index(sample_nbody), _validate_priors, stores_states=True, interacting=lambda p: True),
+        _ignore_index(sample_nbody), _validate_priors, stores_states=True, interacting=lambda p: True,
+        optional=_ONE_STEP),
 }
 DATASET_PRESETS = tuple(RECORDS)
 """The dataset presets' names (``orbitlaw simulate --preset``), in the order of ``RECORDS``."""
@@ -404,8 +416,9 @@ def preset_params(preset: str, overrides: dict | None = None) -> dict:
     record = RECORDS[preset]
     params = copy.deepcopy(record.defaults)
     for key, value in (overrides or {}).items():
-        if key not in params:
-            raise ValueError(f"unknown parameter {key!r} for preset {preset}; known: {', '.join(params)}")
+        if key not in params and key not in record.optional:
+            known = ", ".join([*params, *record.optional])
+            raise ValueError(f"unknown parameter {key!r} for preset {preset}; known: {known}")
         params[key] = value
     _integer(params, "seq_len", 2)
     _integer(params, "steps", 1)

@@ -113,6 +113,26 @@ def test_rung_zero_is_the_positive_control_itself():
     assert big["train"]["model_overrides"]["n_embd"] == 128 and big["window"] is None
 
 
+def test_the_reference_protocol_probes_the_top_rungs_on_the_reference_probe_set():
+    config = presets.study_config("path", seed=10, protocol="reference")
+    controls, spec = config["controls"], config["path"]
+    probe = controls["data"]["probe"]
+    assert probe["preset"] == "two-body-exoplanet" and probe["seed"] == 21  # the controls' probe seed, shifted
+    assert probe["overrides"] == {"seq_len": 201, "steps": 100, "time_step_index": 1}  # the shape trained on
+    assert probe["splits"] == _path_config(seed=10)["controls"]["data"]["probe"]["splits"]
+    assert controls["target"] == "force-magnitude" and controls["probe"]["protocol"] == "reference"
+    assert controls["discover"]["selection"] == "score" and "sizes" not in spec
+    rows = path.configurations(controls, spec)
+    assert sorted({r["rung"] for r in rows}) == sorted(["positions", "bins-in", "whole", "tokens"])
+    assert {"W3-s10", "W3-s11", "W3-s12", "whole-lssar-s10", "tokens", "tokens-laser-s10"} <= {r["name"] for r in rows}
+    # the rows keep their rung's cumulative settings: the same models as on the controls' probe set
+    plain = {r["name"]: r for r in path.configurations(*(lambda c: (c["controls"], c["path"]))(_path_config(10)))}
+    assert all(r["train"] == plain[r["name"]]["train"] for r in rows)
+    assert "reference" not in _path_config()["path"]
+    with pytest.raises(ValueError, match="unknown path rung 'whole-ish'|unknown path rung whole-ish"):
+        path.configurations(controls, {**spec, "rungs": ["whole-ish"]})
+
+
 def _r(name, rung, index, attention, newtonian, seed=0, budget=None, width=64, ci=(0.0, 0.01)):
     return {"name": name, "rung": rung, "rung_index": index, "attention": attention, "newtonian": newtonian,
             "seed": seed, "budget": budget, "width_row": budget is not None, "width": width,
@@ -206,3 +226,38 @@ def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     stamp = (out / "stages" / "controls__train__whole-lssar-s0.json").stat().st_mtime_ns
     assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     assert (out / "stages" / "controls__train__whole-lssar-s0.json").stat().st_mtime_ns == stamp
+
+
+def test_the_path_under_the_reference_protocol_runs_as_one_command(monkeypatch, tmp_path, capsys):
+    from orbitlaw.cli import main
+
+    small = {"controls": copy.deepcopy(presets.STUDY_PRESETS["smoke"].config["controls"]),
+             "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6}}}
+    monkeypatch.setitem(presets.STUDY_PRESETS, "path",
+                        dataclasses.replace(presets.STUDY_PRESETS["path"], config=small))
+    out = tmp_path / "study"
+    assert main(["run", "--preset", "path", "--protocol", "reference", "--out", str(out), "--quiet",
+                 "--workers", "1"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [r["name"] for r in results["path"]] == ["positions-lssar-s0", "bins-in-lssar-s0", "whole-lssar-s0",
+                                                    "tokens-lssar-s0"]
+    manifest = json.loads((out / "controls" / "data" / "probe" / "manifest.json").read_text())
+    assert manifest["preset"] == "two-body-exoplanet"
+    from orbitlaw.orbits.reader import load_dataset
+
+    probe_set = load_dataset(out / "controls" / "data" / "probe")["train"]
+    systems = probe_set.systems()
+    assert systems.masses[:, 0].max() <= 1e-3 and set(systems.dt_index) == {1}  # the reference's planets
+    assert probe_set.tokens.shape[1] == 201  # in the shape the models were trained on
+    for r in results["path"]:
+        assert r["target"] == "force-magnitude" and r["law"]["rule"]["quantity"] == "force"
+        assert r["law"]["rule"]["selection"] == "score"
+    report = (out / "report.md").read_text()
+    assert "probe R² (ln\\|F\\|)" in report and "two-body-exoplanet" in report
+    # the same directory under the other protocol would replace these stages: refused, nothing touched
+    stamp = (out / "stages" / "controls__probe__whole-lssar-s0.json").stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "protocol 'reference', not 'orbitlaw'" in err
+    assert (out / "stages" / "controls__probe__whole-lssar-s0.json").stat().st_mtime_ns == stamp

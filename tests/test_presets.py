@@ -90,3 +90,18 @@ def test_llm_systems_come_from_the_reference_probe_set_by_default():
     assert all(1e-4 <= s.m1[0] <= s.m2[0] <= 1.01e-2 for s in variant)
     with pytest.raises(ValueError, match="one-planet preset"):
         generate_systems(2, seed=3, preset="vafa2025")
+
+
+@pytest.mark.parametrize("preset", ["two-body-exoplanet", "two-body", "vafa2025", "nbody"])
+def test_a_set_time_step_holds_for_every_system_and_moves_nothing_else(preset):
+    """``time_step_index`` (0: a week, 1: six months) fixes the step that these presets otherwise draw per system;
+    the draw is still made, so the masses and orbits are the same systems as without it."""
+    record = RECORDS[preset]
+    free = record.sample(np.random.default_rng(3), 64, preset_params(preset), first_index=0)
+    assert set(free.dt_index) == {0, 1}
+    for index in (0, 1):
+        fixed = record.sample(np.random.default_rng(3), 64, preset_params(preset, {"time_step_index": index}),
+                              first_index=0)
+        assert set(fixed.dt_index) == {index} and len(set(fixed.dt)) == 1
+        assert np.array_equal(fixed.masses, free.masses, equal_nan=True)
+        assert np.array_equal(fixed.a, free.a, equal_nan=True)

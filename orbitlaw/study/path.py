@@ -42,6 +42,11 @@ change of verdict along the rungs, and every row at the largest budget, run agai
 training) and ``m1_over_r2`` (whether the law is the LSSAR write-up's F = C m1 / r^2, i.e. the acceleration
 C / r^2: the star's mass ignored). The negative controls (W1, W3-untrained) run too, so that the controls'
 pass rule is applied to the study the path starts from.
+
+Under ``--protocol reference`` (:func:`orbitlaw.study.presets.study_config`) only ``path["rungs"]`` run (the top
+rungs: ``positions``, ``bins-in``, ``whole`` and the anchor; :func:`chosen_rungs`), without size rows, probed on
+the reference's probe set (``two-body-exoplanet`` in the controls' shape) for the raw |F| by the reference's
+probe and rule, so that the answer can be set beside Vafa et al.'s and the LSSAR write-up's (docs/path.md).
 """
 
 from __future__ import annotations
@@ -108,6 +113,17 @@ def row_name(rung: str, attention: str, seed: int, width: int | None = None, bud
     return f"{rung}-{attention}{size}-s{seed}"
 
 
+def chosen_rungs(path: dict) -> list[str]:
+    """The rungs whose rows run: ``path["rungs"]`` (the reference protocol's top rungs, docs/path.md), or every rung
+    and the anchor; a one-line ValueError for a name that is neither."""
+    every = [r["name"] for r in RUNGS] + [TOKENS["name"]]
+    chosen = path.get("rungs", every)
+    unknown = [name for name in chosen if name not in every]
+    if unknown:
+        raise ValueError(f"unknown path rung {', '.join(unknown)}: choose among {', '.join(every)}")
+    return list(chosen)
+
+
 def size_attentions(path: dict) -> list[str]:
     """The attentions the size rows train: the sizes' own, among the path's (``--attention`` narrows both)."""
     return [a for a in path.get("sizes", {}).get("attentions", []) if a in path["attentions"]]
@@ -121,7 +137,10 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
     seeds = seeds if seeds is not None else controls["seeds"][:1]
     rows = []
     rungs = rung_settings(controls, path)
+    chosen = chosen_rungs(path)
     for r in rungs:
+        if r["rung"] not in chosen:
+            continue
         for attention in path["attentions"]:
             control = attention == "softmax" and r["rung"] == "positions"
             for seed in (controls["seeds"] if control and seeds == controls["seeds"][:1] else seeds):
@@ -136,7 +155,7 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
                     continue  # the whole rung's own row is this cell
                 for seed in seeds:
                     rows.append(_row(whole, attention, seed, width, budget))
-    if controls.get("token_train"):
+    if controls.get("token_train") and TOKENS["name"] in chosen:
         for attention in path["attentions"]:
             for seed in seeds:
                 name = "tokens" if attention == "softmax" and seed == controls["seeds"][0] else \

@@ -13,6 +13,19 @@ from orbitlaw.study.path import answer, run_path, summary
 from orbitlaw.study.presets import study_config, study_preset
 
 
+def _check_same_study(study, config: dict) -> None:
+    """A one-line ValueError when ``study`` already holds a study of another preset or protocol: its stages share
+    names with this one's, so running would replace them."""
+    marker = study.path("study.json")
+    if not marker.exists():
+        return
+    before = json.loads(marker.read_text())["config"]
+    for key in ("preset", "protocol"):
+        if before.get(key, "orbitlaw" if key == "protocol" else None) != config[key]:
+            raise ValueError(f"{study.out} holds a study of {key} {before.get(key)!r}, not {config[key]!r}: "
+                             "use another --out (running here would replace its stages)")
+
+
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
               llm_reference: str | Path | None = "auto", llm_results: list[str | Path] = (), workers: int = 1,
               nproc: int = 1, progress: bool = True, protocol: str = "orbitlaw", precision: str | None = None,
@@ -34,6 +47,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         if not (Path(directory) / "results.json").is_file():
             raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
     study = stages.Study(out, progress)
+    _check_same_study(study, config)
     if not study_preset(preset).models:  # the controls (or the path) alone
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
         if "path" in config:

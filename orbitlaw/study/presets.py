@@ -24,7 +24,8 @@ Protocols (:func:`study_config`): ``orbitlaw`` (default) probes with the log-sca
 global masked mean, and discovers with the log-space error, the power-law screen and held-out selection;
 ``reference`` sets every stage to Vafa et al.'s protocol: the probe's raw |F| target, per-sequence loss
 and label layout, the reference symbolic regression (per-restart score, epsilon-insensitive L1) and, for
-the ``gpu-109m`` presets, fp32 training (``orbitlaw`` trains them in bf16). What a preset cannot match
+the ``gpu-109m`` presets, fp32 training (``orbitlaw`` trains them in bf16); for ``path``, its top rungs on the
+reference's probe set (:data:`_REFERENCE_PATH`). What a preset cannot match
 at its scale (the tiny presets' data, positions and training budget) is listed in ``config["notes"]``.
 
 Every preset is one :class:`StudyPreset` in ``STUDY_PRESETS`` (its sizes, its summary for ``--help`` and what sets
@@ -163,7 +164,33 @@ def _path(whole_train: dict, widths: list[int]) -> dict:
     whole-sequence rung trains with ``whole_train``."""
     return {"controls": _full_controls(),
             "path": {"attentions": ["softmax", "lssar", "laser"], "whole_train": whole_train,
-                     "sizes": {"attentions": ["softmax", "lssar"], "widths": widths, "budgets": [0.3, 1, 9]}}}
+                     "sizes": {"attentions": ["softmax", "lssar"], "widths": widths, "budgets": [0.3, 1, 9]},
+                     "reference": _REFERENCE_PATH}}
+
+
+_REFERENCE_PATH = {
+    "rungs": ["positions", "bins-in", "whole", "tokens"],
+    "probe_data": {"preset": "two-body-exoplanet", "overrides": {"seq_len": 201, "steps": 100, "time_step_index": 1}},
+    "target": "force-magnitude",
+}
+"""The path under ``--protocol reference`` (docs/path.md, "The reference's probe set"): its top rungs (the control,
+the rung where every attention lost the law on the controls' probe set, the whole-sequence rung and the anchor),
+probed on the reference's probe set (``two-body-exoplanet``: its masses and orbits; in the controls' shape, 100
+six-month steps, the only shape the models were trained on) for the reference's target, the raw |F|."""
+
+
+def _reference_path(config: dict) -> None:
+    """The path preset under ``--protocol reference``, in place: :data:`_REFERENCE_PATH`'s rungs (no size rows),
+    the controls' probe set replaced by the reference's (same seed and size) and the probe's target by |F|."""
+    path, controls = config["path"], config["controls"]
+    ref = path.pop("reference", _REFERENCE_PATH)
+    path["rungs"] = list(ref["rungs"])
+    path.pop("sizes", None)
+    probe = controls["data"]["probe"]
+    controls["data"]["probe"] = {**copy.deepcopy(ref["probe_data"]), "splits": probe["splits"], "seed": probe["seed"]}
+    controls["target"] = ref["target"]
+    config["notes"] = [f"the path's rungs {', '.join(path['rungs'])} only, probed on the reference's probe set "
+                       "(`two-body-exoplanet`) in the controls' shape (100 six-month steps) for the raw |F|"]
 
 
 _SMOKE_SR = {"seeds": 2, "points": 300, "restarts": 1, "budget": 10_000}
@@ -252,10 +279,15 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     config["preset"] = preset
     config["protocol"] = protocol
     config["verdict_rule"] = {**VERDICT_RULE[protocol], "protocol": protocol}
+    config["notes"] = []
+    if "path" in config:
+        if protocol == "reference":
+            _reference_path(config)
+        else:
+            config["path"].pop("reference", None)
     if config.get("controls"):
         _resolve_controls(config["controls"], protocol, seed)
     if not record.models:  # the controls (or the path) alone: no attention models, no LLM baselines
-        config["notes"] = []
         if attentions and "path" in config:
             config["path"]["attentions"] = _attentions(attentions)
         return config

@@ -247,12 +247,18 @@ def path_section(rows: list[dict], summary: list[dict], answer: dict | None = No
                  passes: dict | None = None) -> list[str]:
     """The report's path table (orbitlaw.study.path): one line per row, then k/n per rung and attention, then the
     answer by the reading rules of docs/path.md and the controls' pass rule on the study."""
+    from orbitlaw.study.controls import target_text
+
+    symbol = target_text(rows[0])[0] if rows else "|a|"
+    escaped = symbol.replace("|", "\\|")
+    here = " (here the acceleration C/r², the star's mass ignored)" if symbol == "|a|" else " (the star's mass ignored)"
     lines = ["## The path: from the positive control to a GPT over the toolkit's tokens", "",
              "Each rung changes one thing from the rung before (the change is in its row); every row is trained on "
              "the controls' data and probed, searched and judged as the controls' rows are. Departure: the exact "
              "law's RMS of ln from Newton's form, with its 95% interval over systems; m1/r²: whether the law is "
-             "the LSSAR write-up's F ∝ m1/r² (here the acceleration C/r², the star's mass ignored).", "",
-             "| row | rung: change | attention | width | steps | training tokens | val loss | probe R² (ln\\|a\\|) | "
+             f"the LSSAR write-up's F ∝ m1/r²{here}.", "",
+             f"| row | rung: change | attention | width | steps | training tokens | val loss | probe R² "
+             f"(ln{escaped}) | "
              "exponents (r, m1, m2) | verdict (seeds Newtonian; rule) | exact law from Newton [95%] | m1/r² | "
              "frozen state: verdict |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
