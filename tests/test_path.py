@@ -261,3 +261,22 @@ def test_the_path_under_the_reference_protocol_runs_as_one_command(monkeypatch, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "protocol 'reference', not 'orbitlaw'" in err
     assert (out / "stages" / "controls__probe__whole-lssar-s0.json").stat().st_mtime_ns == stamp
+
+
+def test_a_study_directory_of_another_seed_or_protocol_is_refused_before_anything_runs(tmp_path):
+    from orbitlaw.provenance import write_json_atomic
+    from orbitlaw.study import stages
+    from orbitlaw.study.pipeline import check_same_study
+
+    study = stages.Study(tmp_path, False)
+    check_same_study(study, _path_config(seed=10))  # an empty directory
+    write_json_atomic(study.path("study.json"), {"config": _path_config(seed=10)})
+    check_same_study(study, _path_config(seed=10))  # the same study resumes
+    check_same_study(study, presets.study_config("path", attentions=["softmax"], seed=10))  # fewer attentions
+    check_same_study(study, presets.study_config("path-gpu", seed=10) | {"path": _path_config(10)["path"]})
+    with pytest.raises(ValueError, match="another controls config"):
+        check_same_study(study, _path_config(seed=5))
+    with pytest.raises(ValueError, match="another path config"):
+        check_same_study(study, presets.study_config("path-gpu", seed=10))
+    with pytest.raises(ValueError, match="protocol 'orbitlaw', not 'reference'"):
+        check_same_study(study, presets.study_config("path", seed=10, protocol="reference"))

@@ -34,7 +34,7 @@ from orbitlaw.study.controls import configurations as control_configurations
 from orbitlaw.study.controls import run_controls
 from orbitlaw.study.figures import plot_path
 from orbitlaw.study.path import NEGATIVES, _annotate, _first_seed_name, answer, configurations, replication, summary
-from orbitlaw.study.pipeline import path_passes
+from orbitlaw.study.pipeline import check_same_study, path_passes
 from orbitlaw.study.presets import study_config
 from orbitlaw.study.report import path_section
 
@@ -45,6 +45,9 @@ def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "
     config = study_config(preset, None, seed, "orbitlaw", None, None)
     controls, path = config["controls"], config["path"]
     study = stages.Study(out, False)
+    check_same_study(study, config)  # a study of another protocol, seed or size there would be overwritten
+    if not study.path("study.json").exists():
+        write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
     own = {c["name"] for c in control_configurations(controls)}
 
     def run(confs: list[dict], also: tuple = ()) -> list[dict]:

@@ -279,7 +279,7 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
             ax.axhline(100 * precision, color="grey", linestyle=":", label=f"rule's precision ({precision:.0%})")
         ax.set_ylabel("exact law from Newton (% RMS of ln)")
         ax.set_yscale("symlog", linthresh=1.0)  # linear below 1%: an exact law of Newton's form departs by 0
-        if ax.get_legend_handles_labels()[0]:  # the right panel is empty when no size row ran
+        if ax.get_legend_handles_labels()[0]:  # nothing labelled, no legend (matplotlib warns)
             ax.legend(fontsize=7)
     left.set_xticks([i for i, _ in rungs], [name for _, name in rungs], rotation=20)
     left.set_title("along the path (one change per rung)")

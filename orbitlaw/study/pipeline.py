@@ -13,17 +13,26 @@ from orbitlaw.study.path import answer, run_path, summary
 from orbitlaw.study.presets import study_config, study_preset
 
 
-def _check_same_study(study, config: dict) -> None:
-    """A one-line ValueError when ``study`` already holds a study of another preset or protocol: its stages share
-    names with this one's, so running would replace them."""
+def check_same_study(study, config: dict) -> None:
+    """A one-line ValueError when ``study`` already holds a study that this one's stages would replace: one of
+    another protocol, or with other controls or another path (another ``--seed``, or a preset of another size).
+    Their stages share names with this one's, so running would overwrite them."""
     marker = study.path("study.json")
     if not marker.exists():
         return
-    before = json.loads(marker.read_text())["config"]
-    for key in ("preset", "protocol"):
-        if before.get(key, "orbitlaw" if key == "protocol" else None) != config[key]:
-            raise ValueError(f"{study.out} holds a study of {key} {before.get(key)!r}, not {config[key]!r}: "
-                             "use another --out (running here would replace its stages)")
+    before = json.loads(marker.read_text()).get("config", {})
+    was = before.get("protocol", "orbitlaw")
+    if was != config["protocol"]:
+        raise ValueError(f"{study.out} holds a study of protocol {was!r}, not {config['protocol']!r}: use another "
+                         "--out (running here would replace its stages)")
+    for part in ("controls", "path"):  # --attention only adds or leaves out rows: not a change here
+        if part in before and part in config and _without_attentions(before[part]) != _without_attentions(config[part]):
+            raise ValueError(f"{study.out} holds a study with another {part} config (another --seed, or a preset "
+                             f"of another size): use another --out (running here would replace its stages)")
+
+
+def _without_attentions(part: dict) -> dict:
+    return {k: v for k, v in part.items() if k != "attentions"}
 
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,
@@ -47,7 +56,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
         if not (Path(directory) / "results.json").is_file():
             raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
     study = stages.Study(out, progress)
-    _check_same_study(study, config)
+    check_same_study(study, config)
     if not study_preset(preset).models:  # the controls (or the path) alone
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
         if "path" in config:
