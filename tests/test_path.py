@@ -254,6 +254,18 @@ def test_the_path_under_the_reference_protocol_runs_as_one_command(monkeypatch, 
         assert r["law"]["rule"]["selection"] == "score"
     report = (out / "report.md").read_text()
     assert "probe R² (ln\\|F\\|)" in report and "two-body-exoplanet" in report
+    # committed as results by benchmarks/experiments/path_results.py: nothing runs again, the answer by today's rules
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "experiments" / "path_results.py"
+    done = subprocess.run([sys.executable, str(script), str(out), "--name", "ref", "--to", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    committed = json.loads((tmp_path / "ref.json").read_text())
+    assert committed["path"] == results["path"] and committed["path_answer"]["lssar"]["restored"] is None
+    assert "## The path" in (tmp_path / "ref.md").read_text() and (tmp_path / "ref.png").stat().st_size > 5_000
     # the same directory under the other protocol would replace these stages: refused, nothing touched
     stamp = (out / "stages" / "controls__probe__whole-lssar-s0.json").stat().st_mtime_ns
     capsys.readouterr()

@@ -1,0 +1,54 @@
+"""A finished path study's results as committed files: ``benchmarks/results/<name>.{json,md,png}``.
+
+    python benchmarks/experiments/path_results.py STUDY --name path_reference_seed10
+
+Reads ``STUDY/results.json`` (what ``orbitlaw run --preset path ...`` wrote) and writes beside the other results:
+the JSON (the study's results, with the rows' summary and the reading rules' answer computed again by this
+checkout's :func:`orbitlaw.study.path.summary` and :func:`orbitlaw.study.path.answer`, so that a study run by an
+older version reads by today's rules; ``answer_code_version`` says which), the report's path section (``.md``)
+and the path figure (``.png``). Nothing is trained, probed or searched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from orbitlaw.provenance import code_version, write_json_atomic, write_text_atomic
+from orbitlaw.study.figures import plot_path
+from orbitlaw.study.path import answer, summary
+from orbitlaw.study.report import path_section
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", help="a path study's directory (orbitlaw run --preset path ... --out STUDY)")
+    parser.add_argument("--name", required=True, help="the result files' name, e.g. path_reference_seed10")
+    parser.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "results"),
+                        help="the directory to write to (default benchmarks/results)")
+    args = parser.parse_args(argv)
+    source = Path(args.study) / "results.json"
+    if not source.is_file():
+        raise SystemExit(f"{source}: no results.json (the study has not finished)")
+    result = json.loads(source.read_text())
+    if not result.get("path"):
+        raise SystemExit(f"{source}: not a path study (no path rows)")
+    rows = result["path"]
+    result["path_summary"] = summary(rows)
+    result["path_answer"] = answer(rows, result["config"]["path"])
+    result["answer_code_version"] = code_version()
+    target = Path(args.to) / f"{args.name}.json"
+    write_json_atomic(target, result)
+    lines = path_section(rows, result["path_summary"], result["path_answer"], result.get("controls_passes"))
+    write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
+    plot_path(rows, target.with_suffix(".png"), precision=rows[0]["law"]["rule"].get("precision"))
+    for r in rows:
+        law = r["law"] or {}
+        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {law.get('newton_departure_exact')}")
+    print("answer:", result["path_answer"])
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
