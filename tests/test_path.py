@@ -292,3 +292,51 @@ def test_a_study_directory_of_another_seed_or_protocol_is_refused_before_anythin
         check_same_study(study, presets.study_config("path-gpu", seed=10))
     with pytest.raises(ValueError, match="protocol 'orbitlaw', not 'reference'"):
         check_same_study(study, presets.study_config("path", seed=10, protocol="reference"))
+
+
+def _script(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypatch, tmp_path, capsys):
+    sizes = _script("path_sizes")
+    small = {"controls": copy.deepcopy(presets.STUDY_PRESETS["smoke"].config["controls"]),
+             "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
+                      "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 2]}}}
+    small["controls"]["seeds"] = [0, 1]
+    small["controls"]["discover"] |= {"seeds": 1, "budget": 2000}
+    monkeypatch.setitem(presets.STUDY_PRESETS, "path",
+                        dataclasses.replace(presets.STUDY_PRESETS["path"], config=small))
+    rows_dir, first = tmp_path / "rows", tmp_path / "first.json"
+    common = ["--seed", "0", "--workers", "1", "--rows", str(rows_dir), "--chain", "none"]
+    # one session trains one row (the cheapest) and its machine is lost
+    sizes.main(["--out", str(tmp_path / "lost"), "--max-rows", "1", "--result", str(first), *common])
+    partial = json.loads(first.read_text())
+    assert [p.name for p in rows_dir.iterdir()] == ["whole-lssar-w64-x0.5-s0.json"]
+    assert not partial["complete"] and partial["missing"] == ["whole-lssar-w64-x2-s0"]
+    assert partial["path_answer"]["lssar"]["restored"] is None and partial["path"][0]["steps"] == 3
+    # the next session, on a new study directory, trains only what the files do not hold
+    out, final = tmp_path / "study", tmp_path / "final.json"
+    sizes.main(["--out", str(out), "--result", str(final), *common])
+    done = json.loads(final.read_text())
+    names = ["whole-lssar-w64-x0.5-s0", "whole-lssar-w64-x2-s0", "whole-lssar-w64-x2-s1"]
+    assert [r["name"] for r in done["path"]] == names and done["complete"] and done["missing"] == []
+    assert done["replicated"] == ["whole-lssar-w64-x2-s0"]
+    assert done["path"][0] == partial["path"][0] | {"run": done["path"][0]["run"],
+                                                     "predictions": done["path"][0]["predictions"]}
+    assert [p.name for p in (out / "controls" / "runs" / names[0]).iterdir()] == ["config.json"]  # not trained
+    assert isinstance(done["path_answer"]["lssar"]["restored"], bool)
+    assert sorted(p.name for p in rows_dir.iterdir()) == [f"{n}.json" for n in names]
+    assert (final.with_suffix(".png")).stat().st_size > 5_000 and "## The path" in final.with_suffix(".md").read_text()
+    # a row made by other code is refused, not mixed in
+    saved = json.loads((rows_dir / f"{names[0]}.json").read_text())
+    (rows_dir / f"{names[0]}.json").write_text(json.dumps(saved | {"source": "0" * 16}))
+    with pytest.raises(SystemExit, match=f"{names[0]}.json: made by source 0000000000000000"):
+        sizes.main(["--out", str(tmp_path / "third"), *common])

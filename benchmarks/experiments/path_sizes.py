@@ -1,0 +1,208 @@
+"""The path's size rows, a few at a time over several sessions: each finished row is written as a committed file,
+and the next run reads it back instead of training it again.
+
+    python benchmarks/experiments/path_sizes.py --out STUDY [--seed 10] [--workers 2] [--max-rows N]
+        [--rows DIR] [--chain FILE.json] [--result FILE.json]
+
+The size rows (docs/path.md) train the ``whole`` rung at two widths and three budgets, softmax and LSSAR; every row
+at the largest budget (9x, 2,700 steps: 67-120 min on one core) runs again at the other two training seeds. That is
+about 19 core-hours: more than one session of two cores, and a study directory does not outlive its machine. So
+this script runs them through the same stages as ``orbitlaw run --preset path`` (the same stage keys), cheapest
+first, ``--workers`` rows side by side, and after every group writes each finished row to ``--rows`` (default
+``benchmarks/results/path_sizes_seed<S>/<row>.json``: its five stages' records, train, probe, linear, law and
+frozen law, and its run's ``config.json``; a few kB, no weights). Commit that directory as rows land. The next run,
+on any machine, puts those records back into STUDY before it starts, so the study's cache skips those rows.
+
+A record holds the stage key, which includes the toolkit's source digest and dependency versions, so a row comes
+back only for the same code: a row file made by another source is refused with the commit that made it (run from
+``git worktree add --detach DIR <commit>``). Then the replication rule's rows (:func:`orbitlaw.study.path.replication`:
+every size row at the largest budget) run at the other seeds. ``--max-rows N`` stops after N rows have trained
+this run (rows that come back from files do not count); a kill loses only the group in progress.
+
+Writes ``benchmarks/results/path_sizes_seed<S>.json`` (and ``.md``, ``.png``): the size rows, their summary, and
+the reading rules' answer (:func:`orbitlaw.study.path.answer`) over the chain's rows (``--chain``, default
+``path_chain_seed<S>.json``; ``none``: the size rows alone) and these. ``complete`` says whether every size row and
+every replication row has run; until then ``restored`` is null and ``missing`` names the rows still to run.
+Nothing in the rows' settings, the rule or the data differs from the preset's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
+from orbitlaw.study import stages
+from orbitlaw.study.controls import run_controls
+from orbitlaw.study.figures import plot_path
+from orbitlaw.study.path import _annotate, _first_seed_name, answer, configurations, replication, summary
+from orbitlaw.study.pipeline import check_same_study
+from orbitlaw.study.presets import study_config
+from orbitlaw.study.report import path_section
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+STAGES = ("train", "probe", "linear", "law", "law-frozen")
+"""The stages of one model row (:func:`orbitlaw.study.controls._model_row`), whose records make the row."""
+
+
+def _marker(study: stages.Study, stage: str, name: str) -> Path:
+    return study.path("stages", f"controls__{stage}__{name}.json")
+
+
+def _run_config(study: stages.Study, name: str) -> Path:
+    return study.path("controls", "runs", name, "config.json")
+
+
+def save_row(study: stages.Study, name: str, rows_dir: Path) -> bool:
+    """Write row ``name``'s stage records and run config to ``rows_dir/<name>.json`` if every stage finished;
+    whether it did."""
+    records = {}
+    for stage in STAGES:
+        marker = _marker(study, stage, name)
+        record = json.loads(marker.read_text()) if marker.exists() else {}
+        if not record.get("done"):
+            return False
+        records[stage] = record
+    rows_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(rows_dir / f"{name}.json", {
+        "row": name, "source": study.source, "code_version": code_version(), "stages": records,
+        "run_config": json.loads(_run_config(study, name).read_text())})
+    return True
+
+
+def restore_rows(study: stages.Study, rows_dir: Path) -> list[str]:
+    """Put every row file of ``rows_dir`` back into ``study`` (stage records and run config); the rows' names.
+    A one-line SystemExit for a file made by another source than this checkout's, or one that does not parse."""
+    names = []
+    for path in sorted(rows_dir.glob("*.json")):
+        try:
+            saved = json.loads(path.read_text())
+            records, name = saved["stages"], saved["row"]
+        except (ValueError, KeyError) as err:
+            raise SystemExit(f"{path}: not a path row file ({err})") from None
+        if saved["source"] != study.source:
+            raise SystemExit(f"{path}: made by source {saved['source']} (code version {saved['code_version']}), "
+                             f"this checkout's is {study.source}: run from a worktree of that commit")
+        for stage in STAGES:
+            marker = _marker(study, stage, name)
+            if not marker.exists() or not json.loads(marker.read_text()).get("done"):
+                write_json_atomic(marker, records[stage])
+        if not _run_config(study, name).exists():
+            _run_config(study, name).parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(_run_config(study, name), saved["run_config"])
+        names.append(name)
+    return names
+
+
+def _cost(conf: dict) -> float:
+    """A training row's relative cost: its steps times its width."""
+    return conf["train"]["max_steps"] * conf["width"]
+
+
+def run_sizes(out: str, seed: int, workers: int, rows_dir: Path, max_rows: int | None = None,
+              preset: str = "path") -> dict:
+    """Run (or resume) the size rows and their replication in study ``out``, saving each finished row to
+    ``rows_dir``; the size rows that have run, the replication rule's choice, and the rows still missing."""
+    config = study_config(preset, None, seed, "orbitlaw", None, None)
+    controls, path = config["controls"], config["path"]
+    study = stages.Study(out, False)
+    check_same_study(study, config)
+    if not study.path("study.json").exists():
+        write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
+    restored = set(restore_rows(study, rows_dir))
+    left = {"rows": max_rows}
+
+    def run(confs: list[dict]) -> list[dict]:
+        """The rows of ``confs``: those that came back from files, then the rest cheapest first, ``workers`` at
+        a time, each group saved as it finishes; stops (leaving the rest out) once ``max_rows`` rows trained."""
+        back = [c for c in confs if c["name"] in restored]
+        rows = run_group(back, save=False) if back else []
+        todo = sorted((c for c in confs if c["name"] not in restored), key=_cost)
+        while todo and left["rows"] != 0:
+            size = workers if left["rows"] is None else min(workers, left["rows"])
+            group, todo = todo[:size], todo[size:]
+            rows += run_group(group, save=True)
+            if left["rows"] is not None:
+                left["rows"] -= len(group)
+        return rows
+
+    def run_group(group: list[dict], save: bool) -> list[dict]:
+        ran = run_controls(study, controls, workers, False, "none", only={c["name"] for c in group}, extra=group)
+        if save:
+            for conf in group:
+                save_row(study, conf["name"], rows_dir)
+        return _annotate(ran, group, study, controls)
+
+    first = [c for c in configurations(controls, path) if c["budget"] is not None]
+    rows = run(first)
+    ran_first = len(rows) == len(first)
+    again = set(replication(rows, path)) if ran_first else set()  # the rule reads every first-seed row
+    more = [c for c in configurations(controls, path, controls["seeds"][1:])
+            if c["budget"] is not None and _first_seed_name(c, controls["seeds"][0]) in again]
+    if ran_first:
+        rows += run(more)
+    wanted = [c["name"] for c in first + (more if ran_first else [])]
+    rows.sort(key=lambda r: wanted.index(r["name"]))  # the preset's order, however the rows came
+    done = {r["name"] for r in rows}
+    missing = [name for name in wanted if name not in done]
+    return {"config": config, "rows": rows, "replicated": sorted(again), "missing": missing,
+            "complete": ran_first and not missing}
+
+
+def result(sizes: dict, chain: dict | None, seed: int, out: str, seconds: float) -> dict:
+    """The committed result: the size rows, their summary, and the answer over the chain's rows and these."""
+    path = sizes["config"]["path"]
+    chain_rows = chain["path"] if chain else []
+    rows = sizes["rows"]
+    reading = answer(chain_rows + rows, path) if chain_rows + rows else {}
+    if not sizes["complete"]:
+        for attention in reading.values():
+            attention["restored"] = None  # not every largest-budget row has run at every seed
+    return {"benchmark": "path_sizes", "seed": seed, "study": str(out), "complete": sizes["complete"],
+            "missing": sizes["missing"], "replicated": sizes["replicated"], "path": rows,
+            "path_summary": summary(rows), "path_answer": reading,
+            "chain": {"rows": len(chain_rows), "code_version": chain.get("code_version")} if chain else None,
+            "config": sizes["config"], "code_version": code_version(), "dependency_versions": dependency_versions(),
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "wall_seconds_this_run": round(seconds, 1)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="the study directory (shared with orbitlaw run --preset path)")
+    parser.add_argument("--seed", type=int, default=10, help="the study's seed offset (docs/path.md: 10)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--max-rows", type=int, help="stop after this many rows have trained in this run")
+    parser.add_argument("--rows", help="the finished rows' directory (default benchmarks/results/path_sizes_seed<S>)")
+    parser.add_argument("--chain", help="the chain's result (default benchmarks/results/path_chain_seed<S>.json; "
+                        "none: answer on the size rows alone)")
+    parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_sizes_seed<S>.json)")
+    args = parser.parse_args(argv)
+    if args.max_rows is not None and args.max_rows < 0:
+        parser.error(f"--max-rows must be >= 0, got {args.max_rows}")
+    start = time.time()
+    rows_dir = Path(args.rows or RESULTS / f"path_sizes_seed{args.seed}")
+    chain_file = None if args.chain == "none" else Path(args.chain or RESULTS / f"path_chain_seed{args.seed}.json")
+    if chain_file is not None and not chain_file.is_file():
+        raise SystemExit(f"{chain_file}: no chain result (run benchmarks/experiments/path_chain.py, or --chain none)")
+    chain = json.loads(chain_file.read_text()) if chain_file else None
+    sizes = run_sizes(args.out, args.seed, args.workers, rows_dir, args.max_rows)
+    doc = result(sizes, chain, args.seed, args.out, time.time() - start)
+    target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
+    write_json_atomic(target, doc)
+    if doc["path"]:
+        lines = path_section(doc["path"], doc["path_summary"], doc["path_answer"], None)
+        write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
+        plot_path(doc["path"], target.with_suffix(".png"), precision=doc["path"][0]["law"]["rule"]["precision"])
+    for r in doc["path"]:
+        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {(r['law'] or {}).get('newton_departure_exact')}")
+    print(f"complete: {doc['complete']}; missing: {', '.join(doc['missing']) or 'none'}")
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
