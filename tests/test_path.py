@@ -320,7 +320,7 @@ def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypa
     sizes.main(["--out", str(tmp_path / "lost"), "--max-rows", "1", "--result", str(first), *common])
     partial = json.loads(first.read_text())
     assert [p.name for p in rows_dir.iterdir()] == ["whole-lssar-w64-x0.5-s0.json"]
-    assert not partial["complete"] and partial["missing"] == ["whole-lssar-w64-x2-s0"]
+    assert not partial["complete"] and partial["missing"] == ["whole-lssar-w64-x2-s0", "whole-lssar-w64-x2-s1"]
     assert partial["path_answer"]["lssar"]["restored"] is None and partial["path"][0]["steps"] == 3
     # the next session, on a new study directory, trains only what the files do not hold
     out, final = tmp_path / "study", tmp_path / "final.json"
@@ -335,8 +335,24 @@ def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypa
     assert isinstance(done["path_answer"]["lssar"]["restored"], bool)
     assert sorted(p.name for p in rows_dir.iterdir()) == [f"{n}.json" for n in names]
     assert (final.with_suffix(".png")).stat().st_size > 5_000 and "## The path" in final.with_suffix(".md").read_text()
-    # a row made by other code is refused, not mixed in
-    saved = json.loads((rows_dir / f"{names[0]}.json").read_text())
-    (rows_dir / f"{names[0]}.json").write_text(json.dumps(saved | {"source": "0" * 16}))
+    # a row made by other code or other dependency versions is refused, not mixed in (nor trained again)
+    row_file = rows_dir / f"{names[0]}.json"
+    original = row_file.read_text()
+    saved = json.loads(original)
+    row_file.write_text(json.dumps(saved | {"source": "0" * 16}))
     with pytest.raises(SystemExit, match=f"{names[0]}.json: made by source 0000000000000000"):
         sizes.main(["--out", str(tmp_path / "third"), *common])
+    saved["stages"]["train"]["versions"]["torch"] = "1.0"
+    row_file.write_text(json.dumps(saved))
+    with pytest.raises(SystemExit, match="made with {'torch': '1.0'}"):
+        sizes.main(["--out", str(tmp_path / "third"), *common])
+    row_file.write_text(original)
+    (rows_dir / f"{names[-1]}.json").write_text(json.dumps({"row": names[-1]}))  # read after the good ones
+    with pytest.raises(SystemExit, match=f"{names[-1]}.json: not a path row file"):
+        sizes.main(["--out", str(tmp_path / "third"), *common])
+    assert not (tmp_path / "third" / "stages" / f"controls__train__{names[0]}.json").exists()  # nothing written
+    # the chain's rows answer only for this study
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps({"config": {"controls": {}}, "preset": "path-gpu", "seed": 0}))
+    with pytest.raises(SystemExit, match="the chain of another study"):
+        sizes.main(["--out", str(tmp_path / "third"), *common[:-1], str(chain)])

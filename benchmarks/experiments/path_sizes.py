@@ -76,26 +76,37 @@ def save_row(study: stages.Study, name: str, rows_dir: Path) -> bool:
 
 def restore_rows(study: stages.Study, rows_dir: Path) -> list[str]:
     """Put every row file of ``rows_dir`` back into ``study`` (stage records and run config); the rows' names.
-    A one-line SystemExit for a file made by another source than this checkout's, or one that does not parse."""
-    names = []
+    A one-line SystemExit, before anything is written, for a file that does not parse or lacks a part, or one
+    made by another source or other dependency versions than this checkout's (its stage keys would not match,
+    and the row would silently train again)."""
+    saved = {}
     for path in sorted(rows_dir.glob("*.json")):
         try:
-            saved = json.loads(path.read_text())
-            records, name = saved["stages"], saved["row"]
-        except (ValueError, KeyError) as err:
-            raise SystemExit(f"{path}: not a path row file ({err})") from None
-        if saved["source"] != study.source:
-            raise SystemExit(f"{path}: made by source {saved['source']} (code version {saved['code_version']}), "
+            row = json.loads(path.read_text())
+            parts = [row["row"], row["source"], row["code_version"], row["run_config"],
+                     *[row["stages"][stage]["versions"] for stage in STAGES]]
+        except (ValueError, KeyError, TypeError) as err:
+            raise SystemExit(f"{path}: not a path row file ({type(err).__name__}: {err})") from None
+        if parts[0] != path.stem:
+            raise SystemExit(f"{path}: holds row {parts[0]!r}, not {path.stem!r}")
+        if row["source"] != study.source:
+            raise SystemExit(f"{path}: made by source {row['source']} (code version {row['code_version']}), "
                              f"this checkout's is {study.source}: run from a worktree of that commit")
+        versions = dependency_versions()
+        other = {k: v for k, v in row["stages"]["train"]["versions"].items() if versions.get(k) != v}
+        if other:
+            raise SystemExit(f"{path}: made with {other}, this environment has "
+                             f"{ {k: versions.get(k) for k in other} }: install those versions")
+        saved[row["row"]] = row
+    for name, row in saved.items():
         for stage in STAGES:
             marker = _marker(study, stage, name)
             if not marker.exists() or not json.loads(marker.read_text()).get("done"):
-                write_json_atomic(marker, records[stage])
+                write_json_atomic(marker, row["stages"][stage])
         if not _run_config(study, name).exists():
             _run_config(study, name).parent.mkdir(parents=True, exist_ok=True)
-            write_json_atomic(_run_config(study, name), saved["run_config"])
-        names.append(name)
-    return names
+            write_json_atomic(_run_config(study, name), row["run_config"])
+    return list(saved)
 
 
 def _cost(conf: dict) -> float:
@@ -131,26 +142,41 @@ def run_sizes(out: str, seed: int, workers: int, rows_dir: Path, max_rows: int |
         return rows
 
     def run_group(group: list[dict], save: bool) -> list[dict]:
-        ran = run_controls(study, controls, workers, False, "none", only={c["name"] for c in group}, extra=group)
-        if save:
-            for conf in group:
+        try:
+            ran = run_controls(study, controls, workers, False, "none", only={c["name"] for c in group},
+                               extra=group)
+        finally:  # a row that finished is kept even when its neighbour failed
+            for conf in group if save else ():
                 save_row(study, conf["name"], rows_dir)
         return _annotate(ran, group, study, controls)
 
     first = [c for c in configurations(controls, path) if c["budget"] is not None]
-    rows = run(first)
-    ran_first = len(rows) == len(first)
-    again = set(replication(rows, path)) if ran_first else set()  # the rule reads every first-seed row
+    # for the size rows the rule needs no verdict: every first-seed row at the largest budget (so known up front)
+    again = set(replication([{"name": c["name"], "width_row": True, "budget": c["budget"], "seed": c["seed"],
+                              "attention": c["attention"]} for c in first], path))
     more = [c for c in configurations(controls, path, controls["seeds"][1:])
             if c["budget"] is not None and _first_seed_name(c, controls["seeds"][0]) in again]
-    if ran_first:
-        rows += run(more)
-    wanted = [c["name"] for c in first + (more if ran_first else [])]
+    rows = run(first)
+    rows += run(more)  # after the first seed: trains nothing once --max-rows is spent
+    wanted = [c["name"] for c in first + more]
     rows.sort(key=lambda r: wanted.index(r["name"]))  # the preset's order, however the rows came
     done = {r["name"] for r in rows}
     missing = [name for name in wanted if name not in done]
     return {"config": config, "rows": rows, "replicated": sorted(again), "missing": missing,
-            "complete": ran_first and not missing}
+            "complete": not missing}
+
+
+def check_chain(chain: dict, chain_file: Path, seed: int) -> None:
+    """A one-line SystemExit unless ``chain`` is this study's chain (the same controls and path config) with
+    every replication row run: else its rows would answer for another study."""
+    config = study_config("path", None, seed, "orbitlaw", None, None)
+    theirs = chain.get("config", {})
+    if theirs.get("controls") != config["controls"] or theirs.get("path") != config["path"]:
+        raise SystemExit(f"{chain_file}: the chain of another study (preset {chain.get('preset')!r}, seed "
+                         f"{chain.get('seed')}), not this one's")
+    if chain.get("replication_run") != "all":
+        raise SystemExit(f"{chain_file}: its replication ran {chain.get('replication_run')!r}, not all: "
+                         "finish it with benchmarks/experiments/path_chain.py")
 
 
 def result(sizes: dict, chain: dict | None, seed: int, out: str, seconds: float) -> dict:
@@ -190,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     if chain_file is not None and not chain_file.is_file():
         raise SystemExit(f"{chain_file}: no chain result (run benchmarks/experiments/path_chain.py, or --chain none)")
     chain = json.loads(chain_file.read_text()) if chain_file else None
+    if chain is not None:
+        check_chain(chain, chain_file, args.seed)
     sizes = run_sizes(args.out, args.seed, args.workers, rows_dir, args.max_rows)
     doc = result(sizes, chain, args.seed, args.out, time.time() - start)
     target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
