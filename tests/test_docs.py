@@ -380,6 +380,10 @@ NUMBERS = [
     *[(PATH_MD, PATH, path_cell(rung, a), "{:.2f}% [{:.2f}, {:.2f}] `{}`")
       for rung in PATH_RUNGS for a in ("softmax", "lssar", "laser")],
     (PATH_MD, PATH, lambda d: len(d["replicated"]), "The replication rule chose {} first-seed rows"),
+    *[(page, "path_reference_seed10.json", lambda d: ("failed" if not d["controls_passes"]["passed"] else "held",
+                                                     d["controls_passes"]["positive"]), text)
+      for page, text in ((PATH_MD, "pass rule **{0}** on this probe set: the\npositive control is `newtonian` in {1}"),
+                         (RESULTS_MD, "controls' pass rule **{0}** (positive {1})"))],
     *[(page, PATH, path_newtonian("whole"), "Over 3 seeds `whole` is `newtonian` in {}, {}, {}")
       for page in (README_, RESULTS_MD)],
     (README_, PATH, path_newtonian("tokens"), "at the same budget in {}, {}, {} |"),
