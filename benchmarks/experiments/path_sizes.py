@@ -50,7 +50,7 @@ STAGES = ("train", "probe", "linear", "law", "law-frozen")
 
 
 def _marker(study: stages.Study, stage: str, name: str) -> Path:
-    return study.path("stages", f"controls__{stage}__{name}.json")
+    return study.marker(f"controls:{stage}:{name}")
 
 
 def _run_config(study: stages.Study, name: str) -> Path:
@@ -79,20 +79,19 @@ def restore_rows(study: stages.Study, rows_dir: Path) -> list[str]:
     A one-line SystemExit, before anything is written, for a file that does not parse or lacks a part, or one
     made by another source or other dependency versions than this checkout's (its stage keys would not match,
     and the row would silently train again)."""
-    saved = {}
+    saved, versions = {}, dependency_versions()
     for path in sorted(rows_dir.glob("*.json")):
         try:
             row = json.loads(path.read_text())
-            parts = [row["row"], row["source"], row["code_version"], row["run_config"],
-                     *[row["stages"][stage]["versions"] for stage in STAGES]]
+            _ = [row[part] for part in ("row", "source", "code_version", "run_config")]  # each part is there
+            _ = [row["stages"][stage]["versions"] for stage in STAGES]
         except (ValueError, KeyError, TypeError) as err:
             raise SystemExit(f"{path}: not a path row file ({type(err).__name__}: {err})") from None
-        if parts[0] != path.stem:
-            raise SystemExit(f"{path}: holds row {parts[0]!r}, not {path.stem!r}")
+        if row["row"] != path.stem:
+            raise SystemExit(f"{path}: holds row {row['row']!r}, not {path.stem!r}")
         if row["source"] != study.source:
             raise SystemExit(f"{path}: made by source {row['source']} (code version {row['code_version']}), "
                              f"this checkout's is {study.source}: run from a worktree of that commit")
-        versions = dependency_versions()
         other = {k: v for k, v in row["stages"]["train"]["versions"].items() if versions.get(k) != v}
         if other:
             raise SystemExit(f"{path}: made with {other}, this environment has "

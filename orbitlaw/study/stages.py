@@ -48,9 +48,13 @@ class Study:
     def path(self, *parts: str) -> Path:
         return self.out.joinpath(*parts)
 
+    def marker(self, name: str) -> Path:
+        """The record of stage ``name`` (its key, config and, once done, result)."""
+        return self.out / "stages" / f"{name.replace(':', '__')}.json"
+
     def stage(self, name: str, config: dict, outputs: list[Path], fn: Callable[[], dict]) -> dict:
         """Run ``fn`` unless stage ``name`` already finished with ``config``; returns its (JSON) result."""
-        marker = self.out / "stages" / f"{name.replace(':', '__')}.json"
+        marker = self.marker(name)
         key = _key({"config": config, "source": self.source, "versions": dependency_versions()})
         if marker.exists():
             saved = json.loads(marker.read_text())
