@@ -36,6 +36,15 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(path)], check=False)
 
 
+def tiny_controls(seeds: tuple[int, ...] = (0,)) -> dict:
+    """The controls of :mod:`orbitlaw.study.controls` at the fewest steps that run every stage (training 8 steps,
+    the fine-tuned probe 4, the linear probe, one symbolic-regression seed): for tests of a study's plumbing,
+    not of what the models learn."""
+    from orbitlaw.study import presets
+
+    return presets._controls(64, 48, 8, 4, list(seeds), {"seeds": 1, "points": 300, "restarts": 1, "budget": 2000}, 4)
+
+
 def tiny_train_config(data, out, **kw):
     """The TrainConfig of a one-layer ``tiny`` GPT (width 32) trained 2 steps on ``data`` into ``out``."""
     from orbitlaw.models.train import TrainConfig

@@ -262,12 +262,13 @@ def test_window_end_on_an_unchunked_run_is_a_one_line_error(data, tmp_path):
 def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     import dataclasses
 
+    from conftest import tiny_controls
+
     from orbitlaw.cli import main
     from orbitlaw.study import presets
 
-    small = {"controls": presets.STUDY_PRESETS["smoke"].config["controls"]}  # the controls at the smoke's sizes
     monkeypatch.setitem(presets.STUDY_PRESETS, "controls",
-                        dataclasses.replace(presets.STUDY_PRESETS["controls"], config=small))
+                        dataclasses.replace(presets.STUDY_PRESETS["controls"], config={"controls": tiny_controls()}))
     out = tmp_path / "study"
     assert main(["run", "--preset", "controls", "--out", str(out), "--quiet"]) == 0
     results = json.loads((out / "results.json").read_text())

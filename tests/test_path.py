@@ -1,13 +1,13 @@
 """The path from the positive control to a GPT over the toolkit's tokens (orbitlaw.study.path): the regression
 model's bin inputs and outputs, one change per rung, the replication rule, and the preset as one command."""
 
-import copy
 import dataclasses
 import json
 
 import numpy as np
 import pytest
 import torch
+from conftest import tiny_controls
 
 from orbitlaw.models.presets import build_model
 from orbitlaw.orbits.tokenizer import TokenizerSpec
@@ -193,14 +193,17 @@ def test_the_lssar_write_ups_law_is_the_inverse_square_without_the_star_mass(exp
     assert path.ignores_star_mass({"power_law": None}, target) is False
 
 
+def _small_path(monkeypatch, path_settings: dict, seeds: tuple[int, ...] = (0,)) -> None:
+    """Make the ``path`` preset a few seconds' worth: the tiny controls and the rungs' ``path_settings``."""
+    monkeypatch.setitem(presets.STUDY_PRESETS, "path", dataclasses.replace(
+        presets.STUDY_PRESETS["path"], config={"controls": tiny_controls(seeds), "path": path_settings}))
+
+
 def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     from orbitlaw.cli import main
 
-    small = {"controls": copy.deepcopy(presets.STUDY_PRESETS["smoke"].config["controls"]),
-             "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
-                      "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 1]}}}
-    monkeypatch.setitem(presets.STUDY_PRESETS, "path",
-                        dataclasses.replace(presets.STUDY_PRESETS["path"], config=small))
+    _small_path(monkeypatch, {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
+                              "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 1]}})
     out = tmp_path / "study"
     assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     results = json.loads((out / "results.json").read_text())
@@ -231,10 +234,7 @@ def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
 def test_the_path_under_the_reference_protocol_runs_as_one_command(monkeypatch, tmp_path, capsys):
     from orbitlaw.cli import main
 
-    small = {"controls": copy.deepcopy(presets.STUDY_PRESETS["smoke"].config["controls"]),
-             "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6}}}
-    monkeypatch.setitem(presets.STUDY_PRESETS, "path",
-                        dataclasses.replace(presets.STUDY_PRESETS["path"], config=small))
+    _small_path(monkeypatch, {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6}})
     out = tmp_path / "study"
     assert main(["run", "--preset", "path", "--protocol", "reference", "--out", str(out), "--quiet",
                  "--workers", "1"]) == 0
@@ -307,13 +307,8 @@ def _script(name):
 
 def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypatch, tmp_path, capsys):
     sizes = _script("path_sizes")
-    small = {"controls": copy.deepcopy(presets.STUDY_PRESETS["smoke"].config["controls"]),
-             "path": {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
-                      "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 2]}}}
-    small["controls"]["seeds"] = [0, 1]
-    small["controls"]["discover"] |= {"seeds": 1, "budget": 2000}
-    monkeypatch.setitem(presets.STUDY_PRESETS, "path",
-                        dataclasses.replace(presets.STUDY_PRESETS["path"], config=small))
+    _small_path(monkeypatch, {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
+                              "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 2]}}, seeds=(0, 1))
     rows_dir, first = tmp_path / "rows", tmp_path / "first.json"
     common = ["--seed", "0", "--workers", "1", "--rows", str(rows_dir), "--chain", "none"]
     # one session trains one row (the cheapest) and its machine is lost
