@@ -311,11 +311,12 @@ def test_the_pass_rule_needs_two_of_three_positive_seeds_and_no_newtonian_negati
 
 def test_run_controls_runs_only_the_named_configurations(tmp_path):
     import torch
+    from conftest import tiny_controls
 
-    from orbitlaw.study import presets, stages
+    from orbitlaw.study import stages
     from orbitlaw.study.controls import configurations, run_controls
 
-    spec = presets.STUDY_PRESETS["smoke"].config["controls"]
+    spec = tiny_controls()
     study = stages.Study(tmp_path / "study", progress=False)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each worker of the side-by-side run below: the same arithmetic
