@@ -481,3 +481,37 @@ G = 4 pi^2 AU^3 M_sun^-1 yr^-2. Kepler's third law P = sqrt(a^3/(M + m)) (yr) fo
 (binary stars: both in [0.1, 5] M_sun, so the data resolve M + m from M); escape and circular speed (AU/yr);
 the vis-viva speed sqrt(G M (2/r - 1/a)) (r <= 1 AU < a, so the root is real); the Hill radius
 a (m / 3M)^(1/3) (AU) of a planet of 1e-4 to 1e-2 M_sun; Newton's force G m1 m2 / r^2 on the verdict matrix's ranges."""
+
+UNITS = {
+    # angles, ratios, counts and indices: no units
+    **dict.fromkeys(["theta", "theta1", "theta2", "sigma", "delta", "n", "alpha", "beta", "gamma", "chi", "mu",
+                     "g_"], "1"),
+    # lengths, areas, volumes
+    **dict.fromkeys(["x", "y", "z", "x1", "x2", "x3", "y1", "y2", "y3", "z1", "z2", "r", "r1", "r2", "d", "d1",
+                     "d2", "lambd"], "m"),
+    "A": "m^2", "V": "m^3", "V1": "m^3", "V2": "m^3",
+    # mechanics
+    **dict.fromkeys(["m", "m_0", "m1", "m2"], "kg"), **dict.fromkeys(["v", "u", "w", "c"], "m s^-1"),
+    "t": "s", "a": "m s^-2", "g": "m s^-2", "p": "kg m s^-1", "F": "kg m s^-2", "Nn": "kg m s^-2",
+    "G": "m^3 kg^-1 s^-2", "k_spring": "kg s^-2", "rho": "kg m^-3", "pr": "kg m^-1 s^-2", "Y": "kg m^-1 s^-2",
+    "omega": "s^-1", "omega_0": "s^-1", "k": "m^-1", "E_n": "kg m^2 s^-2", "U": "kg m^2 s^-2",
+    "Pwr": "kg m^2 s^-3", "Int_0": "kg s^-3", "I1": "kg s^-3", "I2": "kg s^-3",
+    "h": "kg m^2 s^-1", "Jz": "kg m^2 s^-1", "mu_drift": "s kg^-1", "mob": "s kg^-1",
+    # heat
+    "T": "K", "T1": "K", "T2": "K", "kb": "kg m^2 s^-2 K^-1", "kappa": "kg m s^-3 K^-1",
+    # electromagnetism (charge A s)
+    **dict.fromkeys(["q", "q1", "q2"], "A s"), "epsilon": "A^2 s^4 kg^-1 m^-3", "C": "A^2 s^4 kg^-1 m^-2",
+    "Ef": "kg m s^-3 A^-1", "Volt": "kg m^2 s^-3 A^-1", **dict.fromkeys(["B", "Bx", "By", "Bz", "H"], "kg s^-2 A^-1"),
+    "I": "A", "I_0": "A", "p_d": "A s m", "mom": "A m^2", "M": "A m^-1", "A_vec": "kg m s^-2 A^-1",
+    "sigma_den": "A s m^-2", "rho_c_0": "A s m^-3", "n_0": "m^-3", "n_rho": "m^-3",
+}
+"""Units of the database's variables, by name (base units m, s, kg, K, A; the charge q is A s), as AI Feynman's own
+units table keeps them, one per name: every formula of :data:`EQUATIONS` is dimensionally consistent with them (its
+output's units are what scaling each base unit does to the formula; ``tests/test_srbench.py`` checks every
+equation). Written for this benchmark from the quantities the formulas name (theta an angle, kb Boltzmann's
+constant, H the field that ``mom * H / (kb T)`` makes dimensionless, ...); where a name means two things in the
+database it is one of them and the formulas agree: ``alpha`` and ``n`` are pure numbers wherever they appear."""
+
+ORBITAL_UNITS = dict.fromkeys(["a", "r"], "AU") | dict.fromkeys(["M", "m", "m1", "m2"], "AU^3 yr^-2")
+"""Units of :data:`ORBITAL`'s variables: with G = 4 pi^2 a pure number, a mass carries G's units (AU^3 yr^-2
+per M_sun), so that Kepler's P = sqrt(a**3/(M + m)) is in yr."""

@@ -69,6 +69,7 @@ from tqdm import tqdm
 
 from orbitlaw.discovery.sr import expression_text
 from orbitlaw.discovery.sr.symbolic import DiscoverConfig, discover_law
+from orbitlaw.discovery.sr.units import format_unit, parse_unit
 from orbitlaw.orbits.workers import die_with_parent
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 
@@ -120,6 +121,29 @@ def evaluate(expr: sympy.Expr, names: list[str], columns: dict) -> np.ndarray:
     with np.errstate(all="ignore"):
         values = np.asarray(f(*(columns[n] for n in names)), dtype=np.float64)
     return np.broadcast_to(values, np.shape(columns[names[0]])).copy()
+
+
+def units_of(name: str) -> dict[str, str]:
+    """{column: unit} of one equation for ``DiscoverConfig.units``: its variables' (:data:`database.UNITS`, or
+    :data:`database.ORBITAL_UNITS` for an orbital law) and the target's, read off the formula by scaling: a base
+    unit scaled by 2 scales the output by 2^k on every row. ValueError when that factor is not one integer power
+    of 2 on every row (the formula is not dimensionally consistent with the table)."""
+    table = database.ORBITAL_UNITS if name in database.ORBITAL else database.UNITS
+    names = variable_names(name)
+    powers = {n: parse_unit(table[n]) for n in names}
+    columns = draw(name, 64, np.random.default_rng(0))
+    expr = true_expression(name)
+    base = evaluate(expr, names, columns)
+    target = {}
+    for dim in sorted({d for p in powers.values() for d in p}):
+        scaled = {n: columns[n] * 2.0 ** powers[n].get(dim, 0) for n in names}
+        with np.errstate(all="ignore"):
+            k = np.log2(evaluate(expr, names, scaled) / base)
+        if not (np.all(np.isfinite(k)) and np.allclose(k, np.round(k[0]), atol=1e-6)):
+            raise ValueError(f"{name}: the formula is not dimensionally consistent in {dim} with these units")
+        if round(k[0]):
+            target[dim] = int(round(k[0]))
+    return {**{n: table[n] for n in names}, TARGET: format_unit(target)}
 
 
 def draw(name: str, rows: int, rng: np.random.Generator) -> dict:
@@ -283,8 +307,9 @@ def run_cell(task: dict) -> dict:
     try:
         names = variable_names(name)
         columns, y, test, test_y = cell_data(name, noise, seed, task["rows"], task["test_rows"])
-        law = discover_law({**columns, TARGET: y}, DiscoverConfig(target=TARGET, features=names, seeds=1,
-                                                                  first_seed=seed, points=task["points"]))
+        law = discover_law({**columns, TARGET: y}, DiscoverConfig(
+            target=TARGET, features=names, seeds=1, first_seed=seed, points=task["points"],
+            units=units_of(name) if task["units"] else None))
         row["expression"] = law["expression"]
         row["cpu_seconds"] = law["per_seed"][0]["cpu_seconds"]
         row["search_settings"] = law.get("settings")
@@ -438,13 +463,17 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=POINTS, help="DiscoverConfig.points")
     parser.add_argument("--check-timeout", type=float, default=CHECK_TIMEOUT, help="seconds per symbolic check")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", default="benchmarks/results/srbench.json")
+    parser.add_argument("--units", action="store_true",
+                        help="give the fit every column's units (DiscoverConfig.units: dimensional analysis first), "
+                             "as PhySO is given them")
+    parser.add_argument("--out", default=None,
+                        help="default benchmarks/results/srbench.json (srbench_units.json with --units)")
     parser.add_argument("--figure", default=None, help="default: --out with .png")
     parser.add_argument("--markdown", action="store_true", help="print the per-equation table of --out; run nothing")
     parser.add_argument("--recheck", action="store_true",
                         help="judge the finished cells of --out again by the current criterion, fitting nothing")
     args = parser.parse_args()
-    out = Path(args.out)
+    out = Path(args.out or f"benchmarks/results/srbench{'_units' if args.units else ''}.json")
     if args.markdown:
         print(markdown(json.loads(out.read_text())))
         return
@@ -455,12 +484,14 @@ def main() -> None:
     settings = {"rows": args.rows, "test_rows": args.test_rows, "points": args.points,
                 "check_timeout": args.check_timeout, "r2_gate": R2_GATE, "target": TARGET,
                 "noise_model": "y + N(0, noise * sqrt(mean(y**2)))", "fit": "discover_law, seeds=1, first_seed=seed"}
+    if args.units:  # only when given, so that the run key (and the cells) of a run without units stay as they were
+        settings["units"] = "feynman_equations.UNITS and ORBITAL_UNITS, the target's by scaling (units_of)"
     version, deps = code_version(), dependency_versions()
     run_key = hashlib.sha256(json.dumps([settings, version, deps], sort_keys=True).encode()).hexdigest()[:16]
     keys = {n: cell_key(run_key, n) for n in EQUATIONS}
     cells = load_cells(out, keys)
     todo = [{"equation": n, "noise": z, "seed": s, "key": keys[n], **{k: settings[k] for k in
-             ("rows", "test_rows", "points", "check_timeout")}}
+             ("rows", "test_rows", "points", "check_timeout")}, "units": args.units}
             for n in names for z in noises for s in seeds if cell_id(n, z, s) not in cells]
     reused = len(names) * len(noises) * len(seeds) - len(todo)
     worker = run_cell

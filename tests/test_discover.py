@@ -184,6 +184,12 @@ def test_cli_judges_the_law_of_the_quantity_it_is_told(csv, tmp_path):
     (None, ["--tolerance", "-0.1"], "tolerance must be a fraction in [0, 1)"),
     (None, ["--tolerance", "0.01", "--selection", "best"], "a tolerance applies to the 'se' selection only"),
     (None, ["--tolerance", "0.01", "--protocol", "reference"], "a tolerance applies to the 'se' selection only"),
+    (None, ["--units", "r=AU,m1"], "--units must be COL=UNIT pairs separated by commas, got 'm1'"),
+    (None, ["--units", "r=AU,m1=Msun,m2=Msun"], "--units names no unit for F_pred"),
+    (None, ["--units", "r=AU,m1=Msun,m2=Msun,F_pred=kg"], "the target 'F_pred' (kg) is not a product of powers"),
+    (None, ["--units", "r=A.U.,m1=Msun,m2=Msun,F_pred=Msun"], "cannot read 'A.U.'"),
+    (None, ["--units", "r=AU,m1=Msun,m2=Msun,F_pred=Msun", "--protocol", "reference"],
+     "--units applies to the orbitlaw protocol only"),
 ])
 def test_cli_bad_input_is_one_line_and_writes_nothing(csv, tmp_path, capsys, change, args, message):
     if change is not None:

@@ -11,10 +11,12 @@ import time
 import numpy as np
 import sympy
 
+from orbitlaw.discovery.sr import binomial as binomial_screen
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import outliers, powerlaw
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import SearchSettings, placeholders, prepare, search
+from orbitlaw.discovery.sr.units import Analysis
 
 PLAIN_SEARCHES = 1
 """Searches of the raw target that a seed adds to its ``restarts`` searches of the departure from the screen's
@@ -31,30 +33,22 @@ def split_rows(n: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int, restarts: int,
-             selection: str, settings: SearchSettings, metric: str = "log", tolerance: float = 0.0) -> dict:
-    """One seed: search on its search rows, polish there, choose on its held-out rows (module doc)."""
+             selection: str, settings: SearchSettings, metric: str = "log", tolerance: float = 0.0,
+             dims: Analysis | None = None) -> dict:
+    """One seed: search on its search rows, polish there, choose on its held-out rows (module doc); with ``dims``
+    (:mod:`orbitlaw.discovery.sr.units`), the search is of y / prefactor over the dimensionless groups."""
     prepare(backend)
     start, cpu = time.perf_counter(), time.process_time()
     rows, held = split_rows(len(y), points, seed)
     Xs, ys, Xh, yh = X[rows], y[rows], X[held], y[held]
     symbols = placeholders(X.shape[1])
-    found = powerlaw.screen_candidates(Xs, ys, symbols)  # integer, fractional and real exponents
-    base = powerlaw.screen(Xs, ys, symbols)
-    clean = ~outliers.gross_errors(Xs, ys)  # the search alone leaves gross errors out (see outliers)
-    with np.errstate(all="ignore"):
-        ratio = None if base is None else ys / laws.evaluate(base, symbols, Xs)
-    if ratio is None or not np.all(np.isfinite(ratio)):  # a target or feature <= 0: search the raw target
-        for restart in range(restarts):
-            found += search(backend, Xs[clean], ys[clean], seed=seed * 1000 + restart, settings=settings)
-    else:  # search the departure g = y / base from the best power law; candidates are base * g
-        residual = dataclasses.replace(settings, maxsize=max(3, settings.maxsize - laws.complexity(base) + 1))
-        for restart in range(restarts):
-            found += [base * g for g in search(backend, Xs[clean], ratio[clean], seed=seed * 1000 + restart,
-                                               settings=residual)]
-        # ... and the raw target too, so that a law the power law does not explain (exp(-x**2/2), a sum under a
-        # root) competes on equal terms: the departure from a wrong power law is harder to search than the law.
-        for restart in range(PLAIN_SEARCHES):
-            found += search(backend, Xs[clean], ys[clean], seed=seed * 1000 + restarts + restart, settings=settings)
+    if dims is None:
+        found, clean = candidates(Xs, ys, seed, backend, restarts, settings, metric)
+    else:  # search g(groups) = y / prefactor, each candidate lifted back to prefactor * g (units.Analysis)
+        Zs, ts = dims.reduce(Xs, ys)
+        group_symbols = placeholders(Zs.shape[1])
+        found, clean = candidates(Zs, ts, seed, backend, restarts, settings, metric, binomial=True)
+        found = [dims.lift(g, group_symbols, symbols) for g in found]
     # Polishing (simplify, refit, prune) costs ~10-50 ms an expression: only the raw fronts get it, the
     # front in the metric and the front in relative L1 (the search's own scale: a raw expression whose
     # constants only polishing makes sensible in log space is kept by the second).
@@ -87,6 +81,38 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
             "search_rows": len(rows), "gross_errors_left_out": int(np.sum(~clean)), "holdout_rows": len(held),
             "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu, "pareto": [c.to_dict() for c in front]}
+
+
+def candidates(X: np.ndarray, y: np.ndarray, seed: int, backend: str, restarts: int, settings: SearchSettings,
+               metric: str, binomial: bool = False) -> tuple[list[sympy.Expr], np.ndarray]:
+    """The raw candidates of one seed over the placeholders of X's columns: the power-law screen's, ``restarts``
+    searches of the departure from its best power law (or of the target when that is not positive), and
+    :data:`PLAIN_SEARCHES` of the raw target (with ``binomial``, the binomial screen's too:
+    :mod:`orbitlaw.discovery.sr.binomial`); and which rows the searches used (not gross errors). X with no
+    column (a dimensional analysis left no group): the best constant alone."""
+    if X.shape[1] == 0:
+        return [verdicts.best_constant(y, metric)], np.ones(len(y), bool)
+    symbols = placeholders(X.shape[1])
+    found = powerlaw.screen_candidates(X, y, symbols)  # integer, fractional and real exponents
+    if binomial:
+        found += binomial_screen.screen_candidates(X, y, symbols)
+    base = powerlaw.screen(X, y, symbols)
+    clean = ~outliers.gross_errors(X, y)  # the search alone leaves gross errors out (see outliers)
+    with np.errstate(all="ignore"):
+        ratio = None if base is None else y / laws.evaluate(base, symbols, X)
+    if ratio is None or not np.all(np.isfinite(ratio)):  # a target or feature <= 0: search the raw target
+        for restart in range(restarts):
+            found += search(backend, X[clean], y[clean], seed=seed * 1000 + restart, settings=settings)
+    else:  # search the departure g = y / base from the best power law; candidates are base * g
+        residual = dataclasses.replace(settings, maxsize=max(3, settings.maxsize - laws.complexity(base) + 1))
+        for restart in range(restarts):
+            found += [base * g for g in search(backend, X[clean], ratio[clean], seed=seed * 1000 + restart,
+                                               settings=residual)]
+        # ... and the raw target too, so that a law the power law does not explain (exp(-x**2/2), a sum under a
+        # root) competes on equal terms: the departure from a wrong power law is harder to search than the law.
+        for restart in range(PLAIN_SEARCHES):
+            found += search(backend, X[clean], y[clean], seed=seed * 1000 + restarts + restart, settings=settings)
+    return found, clean
 
 
 def robust_constant(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
@@ -159,7 +185,7 @@ def best_restart(chosen: list[laws.Candidate]) -> int:
 def fit_seed_task(args) -> dict:
     protocol, *rest = args
     if protocol == "reference":
-        X, y, seed, backend, points, restarts, _, settings, _, _ = rest
+        X, y, seed, backend, points, restarts, _, settings, *_ = rest
         return fit_galaxy(X, y, seed, backend, points, restarts, settings)
     return fit_seed(*rest)
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from orbitlaw.discovery.sr import expression_text
+from orbitlaw.discovery.sr import expression_text, units
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import REFERENCE_OPERATORS, SearchSettings, check_available, placeholders
@@ -79,6 +79,8 @@ class DiscoverConfig:
     the mean for ``"relative"``; 0.01 is 1%). 0 (the default): an exact test.
     quantity: what the target is, which decides Newton's form (:data:`orbitlaw.discovery.sr.verdict.QUANTITIES`):
     ``"force"`` on the planet (``C * m1 * m2 / r**2``) or the planet's ``"acceleration"`` (``C * m2 / r**2``).
+    units: {column: unit} for every feature and the target (``{"r": "AU", "F": "AU^4 yr^-4", ...}``): search the
+    target over prefactor and dimensionless groups (:mod:`orbitlaw.discovery.sr.units`); None: no analysis.
     """
 
     target: str
@@ -96,6 +98,7 @@ class DiscoverConfig:
     protocol: str = "orbitlaw"
     tolerance: float = laws.TOLERANCE
     quantity: str = "force"
+    units: dict[str, str] | None = None
 
     def __post_init__(self):
         self.features, self.subset = list(self.features), list(self.subset)
@@ -121,8 +124,16 @@ class DiscoverConfig:
             if self.metric not in ("auto", "relative"):
                 raise FieldError(message=f"`protocol` reference measures relative L1 error; `metric` {self.metric} "
                                  "contradicts it")
+        if self.units is not None:
+            if self.protocol == "reference":
+                raise FieldError(message="`units` applies to the orbitlaw protocol only, not the reference's")
+            self.dimensions()  # a ValueError naming a missing or unreadable unit
         at_least(self.search_settings, 3, "maxsize")
         self.search_settings.validate()
+
+    def dimensions(self) -> units.Analysis | None:
+        """The dimensional analysis of ``units`` (None without units)."""
+        return None if self.units is None else units.analyse(self.units, self.features, self.target)
 
     @property
     def rule_selection(self) -> str:
@@ -200,6 +211,10 @@ def discover_law(table, config: DiscoverConfig | str, *, progress: bool = False,
               "selection": selection, "metric": metric, "tolerance": float(tolerance), "quantity": quantity,
               "selected_on": "each restart's own front, best restart by score" if reference else "held-out rows",
               "power_law_screen": not reference, "search": settings.to_dict()}
+    dims = config.dimensions()
+    if dims is not None:  # recorded only when given, so that a run without units keeps its resume key
+        recorded["units"] = {c: config.units[c] for c in [*features, target]}
+        recorded["dimensional_analysis"] = dims.text()
     # A seed's result depends on everything but the number of seeds (more seeds later reuse these) and the
     # quantity, which only grades the laws the seeds found.
     digest = hashlib.sha256(json.dumps([{k: v for k, v in recorded.items()
@@ -219,7 +234,8 @@ def discover_law(table, config: DiscoverConfig | str, *, progress: bool = False,
                 if saved.get("digest") == digest and _parses(saved.get("result"), len(features)):
                     results[seed] = saved["result"]  # else foreign or damaged: recomputed and overwritten
     todo = [s for s in seed_ids if s not in results]
-    tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric, tolerance) for s in todo]
+    tasks = [(protocol, X, y, s, backend, points, restarts, selection, settings, metric, tolerance, dims)
+             for s in todo]
     bar = tqdm(total=seeds, initial=seeds - len(todo), desc=f"symbolic regression ({backend})", unit="seed",
                disable=not progress)
 

@@ -44,6 +44,10 @@ def add_parser(sub) -> None:
                    "C*m1*m2/r**2) or acceleration (the planet's, AU/yr^2: C*m2/r**2, no planet mass)")
     p.add_argument("--subset", default="", metavar="COLS",
                    help="boolean columns that must be true for a row to be used, e.g. near_train")
+    p.add_argument("--units", default=None, metavar="COL=UNIT,...",
+                   help="the units of every feature and of the target, e.g. 'm=kg,m_0=kg,v=m/s,c=m/s' or "
+                   "'P=yr,a=AU,M=AU^3/yr^2': search the target over a prefactor with its units and the "
+                   "dimensionless groups of the features (Buckingham pi; docs/commands/discover.md)")
     p.add_argument("--workers", type=int, default=default_workers(), help="seeds fitted in parallel")
     p.add_argument("--out", required=True, metavar="LAW.json")
     p.set_defaults(field_flags={"first_seed": "--seed"})
@@ -65,7 +69,8 @@ def run(args) -> int:
                             seeds=args.seeds, first_seed=args.seed, points=args.points, restarts=args.restarts,
                             selection=args.selection, settings=settings, workers=args.workers,
                             metric=args.metric or "auto", protocol=args.protocol, tolerance=args.tolerance,
-                            quantity=args.quantity, subset=names(args.subset, "--subset") if args.subset else [])
+                            quantity=args.quantity, subset=names(args.subset, "--subset") if args.subset else [],
+                            units=unit_map(args.units) if args.units is not None else None)
     with OutputLock.beside(out, f"law {out}"):  # one writer (and resumer) per law file
         law = _discover(out, args.input, config)
     print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
@@ -73,6 +78,17 @@ def run(args) -> int:
                       "disagrees": (law["newton_test"] or {}).get("disagrees"),
                       "resolution_rms_ln": (law["resolution"] or {}).get("rms_ln")}))
     return 0
+
+
+def unit_map(text: str) -> dict[str, str]:
+    """``"m=kg,v=m/s"`` -> {"m": "kg", "v": "m/s"}; ValueError (one line) for an entry without a column and unit."""
+    out = {}
+    for entry in text.split(","):
+        column, sep, unit = entry.partition("=")
+        if not sep or not column.strip() or not unit.strip():
+            raise ValueError(f"--units must be COL=UNIT pairs separated by commas, got {entry.strip()!r}")
+        out[column.strip()] = unit.strip()
+    return out
 
 
 def _discover(out: Path, table: str, config) -> dict:
