@@ -145,3 +145,20 @@ def test_one_easy_equation_end_to_end_and_resume(tmp_path):
 
     table = subprocess.run([*cmd, "--markdown"], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
     assert "| feynman_I_12_1 | `mu*Nn` | 1/1 | 1.0 |" in table
+
+
+def test_every_formula_is_dimensionally_consistent_with_the_units_table():
+    """srbench --units: each formula's output scales by one integer power per base unit on every row; a table that
+    makes a formula inconsistent is refused by name."""
+    assert set(database.UNITS) == {v[0] for e in database.EQUATIONS.values() for v in e["variables"]}
+    for name in srbench.EQUATIONS:
+        srbench.units_of(name)
+    assert srbench.units_of("feynman_I_10_7")["target"] == "kg"
+    assert srbench.units_of("kepler_third_law")["target"] == "yr"
+    assert srbench.units_of("feynman_I_12_2")["target"] == "kg m s^-2"
+
+
+def test_an_inconsistent_units_table_is_refused(monkeypatch):
+    monkeypatch.setitem(database.UNITS, "v", "m")  # m_0 / sqrt(1 - v**2/c**2) with v a length
+    with pytest.raises(ValueError, match="feynman_I_10_7: the formula is not dimensionally consistent in s "):
+        srbench.units_of("feynman_I_10_7")
