@@ -1,6 +1,7 @@
-"""Dimensional analysis before the search (discovery/sr/units.py) and the binomial screen (discovery/sr/binomial.py):
-units read and refused, the prefactor and groups of known laws, the round trip of reduce and lift, the screen's
-exact laws, and ``discover_law(units=...)`` stating Kepler's third law for comparable masses."""
+"""Dimensional analysis before the search (discovery/sr/units.py) and the binomial screen
+(discovery/sr/binomial.py): units read and refused, the prefactor and groups of known laws, the round trip of
+reduce and lift, the screen's exact laws, and ``discover_law(units=...)`` stating Kepler's third law for comparable
+masses."""
 
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ def test_the_binomial_screen_states_exact_binomial_laws(law, exact):
 
 def test_the_binomial_screen_needs_positive_values():
     x = placeholders(1)
-    assert binomial.screen_candidates(np.array([[1.0], [2.0]]), np.array([1.0, -1.0]), x) == []
+    assert binomial.screen_candidates(np.array([[1.0], [2.0], [3.0]]), np.array([1.0, -1.0, -2.0]), x) == []
+    assert binomial.screen_candidates(np.array([[1.0], [-2.0]]), np.array([1.0, 2.0]), x) == []
 
 
 def test_discover_with_units_states_keplers_third_law(tmp_path, capsys):

@@ -11,9 +11,8 @@ import time
 import numpy as np
 import sympy
 
-from orbitlaw.discovery.sr import binomial as binomial_screen
+from orbitlaw.discovery.sr import binomial, outliers, powerlaw
 from orbitlaw.discovery.sr import law as laws
-from orbitlaw.discovery.sr import outliers, powerlaw
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import SearchSettings, placeholders, prepare, search
 from orbitlaw.discovery.sr.units import Analysis
@@ -47,7 +46,7 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     else:  # search g(groups) = y / prefactor, each candidate lifted back to prefactor * g (units.Analysis)
         Zs, ts = dims.reduce(Xs, ys)
         group_symbols = placeholders(Zs.shape[1])
-        found, clean = candidates(Zs, ts, seed, backend, restarts, settings, metric, binomial=True)
+        found, clean = candidates(Zs, ts, seed, backend, restarts, settings, metric, forms=True)
         found = [dims.lift(g, group_symbols, symbols) for g in found]
     # Polishing (simplify, refit, prune) costs ~10-50 ms an expression: only the raw fronts get it, the
     # front in the metric and the front in relative L1 (the search's own scale: a raw expression whose
@@ -84,18 +83,23 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
 
 
 def candidates(X: np.ndarray, y: np.ndarray, seed: int, backend: str, restarts: int, settings: SearchSettings,
-               metric: str, binomial: bool = False) -> tuple[list[sympy.Expr], np.ndarray]:
+               metric: str, forms: bool = False) -> tuple[list[sympy.Expr], np.ndarray]:
     """The raw candidates of one seed over the placeholders of X's columns: the power-law screen's, ``restarts``
     searches of the departure from its best power law (or of the target when that is not positive), and
-    :data:`PLAIN_SEARCHES` of the raw target (with ``binomial``, the binomial screen's too:
-    :mod:`orbitlaw.discovery.sr.binomial`); and which rows the searches used (not gross errors). X with no
+    :data:`PLAIN_SEARCHES` of the raw target (with ``forms``, the screens run on the rows where y > 0 and the
+    binomial screen, :mod:`orbitlaw.discovery.sr.binomial`, too); and which rows the searches used (not gross errors).
+    X with no
     column (a dimensional analysis left no group): the best constant alone."""
     if X.shape[1] == 0:
         return [verdicts.best_constant(y, metric)], np.ones(len(y), bool)
     symbols = placeholders(X.shape[1])
-    found = powerlaw.screen_candidates(X, y, symbols)  # integer, fractional and real exponents
-    if binomial:
-        found += binomial_screen.screen_candidates(X, y, symbols)
+    if forms:  # a few rows the noise made <= 0 leave the screens on (fitted on the others, polished on all)
+        positive = binomial.positive_rows(y)
+        found = (powerlaw.screen_candidates(X[positive], y[positive], symbols)
+                 if positive.mean() >= binomial.MIN_POSITIVE else [])
+        found += binomial.screen_candidates(X, y, symbols)
+    else:
+        found = powerlaw.screen_candidates(X, y, symbols)  # integer, fractional and real exponents
     base = powerlaw.screen(X, y, symbols)
     clean = ~outliers.gross_errors(X, y)  # the search alone leaves gross errors out (see outliers)
     with np.errstate(all="ignore"):
