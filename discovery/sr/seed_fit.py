@@ -46,8 +46,9 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     else:  # search g(groups) = y / prefactor, each candidate lifted back to prefactor * g (units.Analysis)
         Zs, ts = dims.reduce(Xs, ys)
         group_symbols = placeholders(Zs.shape[1])
-        found, clean = candidates(Zs, ts, seed, backend, restarts, settings, metric, forms=True)
-        found = [dims.lift(g, group_symbols, symbols) for g in found]
+        sign = -1 if np.mean(ts < 0) > 0.5 else 1  # a law negative on most rows (a binding energy): screens fit -y
+        found, clean = candidates(Zs, sign * ts, seed, backend, restarts, settings, metric, forms=True)
+        found = [dims.lift(sign * g, group_symbols, symbols) for g in found]
     # Polishing (simplify, refit, prune) costs ~10-50 ms an expression: only the raw fronts get it, the
     # front in the metric and the front in relative L1 (the search's own scale: a raw expression whose
     # constants only polishing makes sensible in log space is kept by the second).
