@@ -409,7 +409,8 @@ def summarise(cells: dict, names: list[str], noises: list[float], seeds: list[in
     return summary
 
 
-def plot(summary: dict, path: Path) -> None:
+def plot(summary: dict, path: Path, units: bool = False) -> None:
+    """The solution rate per noise level beside PhySO's; ``units``: the fits were given the columns' units."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -421,7 +422,8 @@ def plot(summary: dict, path: Path) -> None:
     ours = [summary[k]["rate_on_physo_equations"] for k in levels]
     physo = [summary[k]["physo_rate"] for k in levels]
     n = max((summary[k]["physo_equations"] for k in levels), default=0)
-    ax.plot(x, [np.nan if v is None else v for v in ours], "o-", label=f"orbitlaw discover (1 fit per seed, {n} eq.)")
+    name = "orbitlaw discover --units" if units else "orbitlaw discover"
+    ax.plot(x, [np.nan if v is None else v for v in ours], "o-", label=f"{name} (1 fit per seed, {n} eq.)")
     ax.plot(x, [np.nan if v is None else v for v in physo], "s--", label=f"PhySO (published, same {n} eq.)")
     ax.set_xticks(x, levels)
     ax.set_xlabel("target noise (SRBench: std = noise x RMS(y))")
@@ -525,7 +527,7 @@ def main() -> None:
     summary = summarise(cells, names, noises, seeds)
     figure = Path(args.figure) if args.figure else out.with_suffix(".png")
     figure.parent.mkdir(parents=True, exist_ok=True)
-    plot(summary, figure)
+    plot(summary, figure, units=args.units)
     search = next((c.get("search_settings") for c in cells.values() if c.get("search_settings")), None)
     result = {
         "benchmark": "srbench-feynman", "settings": {**settings, "workers": args.workers, "discover": search},
