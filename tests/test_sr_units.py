@@ -6,6 +6,7 @@ masses."""
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -14,9 +15,10 @@ import pytest
 import sympy
 
 from orbitlaw.cli import main
-from orbitlaw.discovery.sr import binomial, units
+from orbitlaw.discovery.sr import binomial, seed_fit, symbolic, units
 from orbitlaw.discovery.sr.backends import placeholders
 from orbitlaw.discovery.sr.law import evaluate
+from orbitlaw.discovery.sr.symbolic import discover_law
 
 
 @pytest.mark.parametrize("text, powers", [
@@ -32,10 +34,12 @@ def test_units_are_read_as_products_of_powers(text, powers):
     assert units.parse_unit(text) == powers
 
 
-@pytest.mark.parametrize("text", ["kg^x", "m/", "3kg", "m^1.5", "(m/s)^2"])
-def test_unreadable_units_are_refused_by_name(text):
-    with pytest.raises(ValueError, match="unit "):
+@pytest.mark.parametrize("text, bad", [("kg^x", "kg^x"), ("3kg", "3kg"), ("m^1.5", "m^1.5"), ("(m/s)^2", "(m")])
+def test_unreadable_units_are_refused_by_name(text, bad):
+    with pytest.raises(ValueError, match=rf"unit '{re.escape(text)}': cannot read '{re.escape(bad)}'"):
         units.parse_unit(text)
+    with pytest.raises(ValueError, match="unit 'm/': nothing after '/'"):
+        units.parse_unit("m/")
 
 
 def test_relativistic_mass_is_its_rest_mass_times_a_function_of_one_ratio():
@@ -59,7 +63,7 @@ def test_a_target_no_product_of_features_can_make_is_refused():
     with pytest.raises(ValueError, match=r"the target 'F' \(kg\) is not a product of powers of the features' units "
                                          r"\(r: m\)"):
         units.analyse({"F": "kg", "r": "m"}, ["r"], "F")
-    with pytest.raises(ValueError, match="--units names no unit for m2, F"):
+    with pytest.raises(ValueError, match="no unit for m2, F"):
         units.analyse({"r": "m", "m1": "kg"}, ["r", "m1", "m2"], "F")
 
 
@@ -73,7 +77,7 @@ def test_reduce_then_lift_gives_back_the_law():
     x, z = placeholders(3), placeholders(1)
     law = a.lift(1 / sympy.sqrt(1 + z[0]), z, x)
     np.testing.assert_allclose(evaluate(law, x, X), y)
-    with pytest.raises(ValueError, match="not finite on every row"):
+    with pytest.raises(ValueError, match=r"a\*\*\(3/2\)/sqrt\(M\) or a group \(m/M\) is not finite on 50 of 50"):
         a.reduce(np.column_stack([X[:, 0], -X[:, 1], X[:, 2]]), y)
 
 
@@ -96,9 +100,14 @@ def test_the_binomial_screen_states_exact_binomial_laws(law, exact):
 
 
 def test_the_binomial_screen_needs_positive_values():
+    """Fewer than half the rows with y > 0, or a group <= 0: no log space, no candidate (rows that would otherwise
+    give the Lorentz factor)."""
     x = placeholders(1)
-    assert binomial.screen_candidates(np.array([[1.0], [2.0], [3.0]]), np.array([1.0, -1.0, -2.0]), x) == []
-    assert binomial.screen_candidates(np.array([[1.0], [-2.0]]), np.array([1.0, 2.0]), x) == []
+    Z = np.linspace(1.2, 1.9, 200)[:, None]
+    y = 1 / np.sqrt(1 - 1 / Z[:, 0] ** 2)
+    assert binomial.screen_candidates(Z, y, x)  # the control: the same rows, positive, give candidates
+    assert binomial.screen_candidates(Z, np.where(np.arange(200) < 120, -y, y), x) == []
+    assert binomial.screen_candidates(-Z, y, x) == []
 
 
 def test_discover_with_units_states_keplers_third_law(tmp_path, capsys):
@@ -121,3 +130,34 @@ def test_discover_with_units_states_keplers_third_law(tmp_path, capsys):
     assert ratio.is_number and abs(float(ratio) - 1) < 0.01, law["expression"]
     assert law["settings"]["units"] == {"a": "AU", "M": "AU^3/yr^2", "m": "AU^3/yr^2", "P": "yr"}
     assert law["settings"]["dimensional_analysis"] == {"prefactor": "a**(3/2)/sqrt(M)", "groups": ["m/M"]}
+
+
+def test_units_change_the_resume_key_and_settle_negative_and_constant_laws():
+    """A binding energy -m/n^2 (negative on every row) comes back with its sign; a law with no group left (y = 2 x,
+    both lengths) is its prefactor times the best constant; and a run with units never resumes seeds of one
+    without (the digest holds the units)."""
+    rng = np.random.default_rng(3)
+    m, n, x = rng.uniform(1, 5, 400), rng.uniform(1, 5, 400), rng.uniform(1, 5, 400)
+    law = discover_law({"m": m, "n": n, "E": -m / n**2}, "E", features=["m", "n"], seeds=1, points=150, restarts=1,
+                       units={"m": "J", "n": "1", "E": "J"})
+    M, N = sympy.symbols("m n")
+    assert sympy.simplify(sympy.sympify(law["expression"], locals={"m": M, "n": N}) + M / N**2) == 0, law["expression"]
+    law = discover_law({"x": x, "y": 2 * x}, "y", features=["x"], seeds=1, points=150, restarts=1,
+                       units={"x": "m", "y": "m"})
+    assert sympy.sympify(law["expression"]) - 2 * sympy.Symbol("x") == 0, law["expression"]
+    assert law["settings"]["dimensional_analysis"] == {"prefactor": "x", "groups": []}
+
+
+def test_a_run_with_units_does_not_resume_seeds_of_one_without(tmp_path, monkeypatch):
+    rng = np.random.default_rng(4)
+    x = rng.uniform(1, 5, 300)
+    table = {"x": x, "y": 2 * x}
+    calls = []
+    real = seed_fit.fit_seed_task
+    monkeypatch.setattr(symbolic, "fit_seed_task", lambda task: calls.append(task[-1]) or real(task))
+    discover_law(table, "y", features=["x"], seeds=1, points=100, restarts=1, resume_dir=tmp_path)
+    discover_law(table, "y", features=["x"], seeds=1, points=100, restarts=1, resume_dir=tmp_path)
+    assert calls == [None]  # the second run resumed the first's seed ...
+    discover_law(table, "y", features=["x"], seeds=1, points=100, restarts=1, resume_dir=tmp_path,
+                 units={"x": "m", "y": "m"})
+    assert len(calls) == 2 and calls[1] is not None  # ... and one with units fitted it again

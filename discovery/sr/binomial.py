@@ -48,9 +48,8 @@ MAX_POWER = 3
 """The largest |p| proposed: (1 - x/58) ** 58 is exp(-x) in all but name, a law the search writes better."""
 
 POWERS = 2
-"""Simple values of p tried at each setting, nearest first (then the simplest, :func:`_powers`): on a narrow range
-(1 + b u) ** p is nearly a function of b * p alone (-1/2 and -2/3 both fit a Lorentz factor at 1% noise), and the
-held-out rows choose."""
+"""Simple values of p tried at each setting, nearest first: on a narrow range (1 + b u) ** p is nearly a function
+of b * p alone (-1/2 and -2/3 both fit a Lorentz factor at 1% noise), and the held-out rows choose."""
 
 MIN_POSITIVE = 0.5
 """The screen runs when at least this fraction of the rows has a positive target (on those rows)."""

@@ -89,10 +89,9 @@ def candidates(X: np.ndarray, y: np.ndarray, seed: int, backend: str, restarts: 
     searches of the departure from its best power law (or of the target when that is not positive), and
     :data:`PLAIN_SEARCHES` of the raw target (with ``forms``, the screens run on the rows where y > 0 and the
     binomial screen, :mod:`orbitlaw.discovery.sr.binomial`, too); and which rows the searches used (not gross errors).
-    X with no
-    column (a dimensional analysis left no group): the best constant alone."""
+    X (rows, k) with k = 0 (a dimensional analysis left no group): the best constant alone."""
     if X.shape[1] == 0:
-        return [verdicts.best_constant(y, metric)], np.ones(len(y), bool)
+        return [verdicts.best_constant(y, metric if np.all(y > 0) else "relative")], np.ones(len(y), bool)
     symbols = placeholders(X.shape[1])
     if forms:  # a few rows the noise made <= 0 leave the screens on (fitted on the others, polished on all)
         positive = binomial.positive_rows(y)

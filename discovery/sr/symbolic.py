@@ -127,7 +127,10 @@ class DiscoverConfig:
         if self.units is not None:
             if self.protocol == "reference":
                 raise FieldError(message="`units` applies to the orbitlaw protocol only, not the reference's")
-            self.dimensions()  # a ValueError naming a missing or unreadable unit
+            try:
+                self.dimensions()
+            except ValueError as exc:  # a missing or unreadable unit, or a target no product of features makes
+                raise FieldError(message=f"`units`: {exc}") from None
         at_least(self.search_settings, 3, "maxsize")
         self.search_settings.validate()
 
@@ -213,6 +216,7 @@ def discover_law(table, config: DiscoverConfig | str, *, progress: bool = False,
               "power_law_screen": not reference, "search": settings.to_dict()}
     dims = config.dimensions()
     if dims is not None:  # recorded only when given, so that a run without units keeps its resume key
+        dims.reduce(X, y)  # every row checked before any seed runs (a seed sees only its own rows)
         recorded["units"] = {c: config.units[c] for c in [*features, target]}
         recorded["dimensional_analysis"] = dims.text()
     # A seed's result depends on everything but the number of seeds (more seeds later reuse these) and the

@@ -5,7 +5,7 @@ of units can be written ``y = P(x) * g(pi_1(x), ..., pi_k(x))``, where ``P`` is 
 features with the target's units (the *prefactor*) and the ``pi_j`` are products of powers with no units (the
 *groups*, a basis of the null space of the features' unit matrix; ``k = n - rank``). Searching ``g`` over ``k``
 dimensionless variables instead of ``f`` over ``n`` is what lets the search find, for example, a relativistic
-mass ``m_0 / sqrt(1 - v**2/c**2)``: with units it is ``m_0 * g(v/c)``, a one-variable problem; and every
+mass ``m_0 / sqrt(1 - v**2/c**2)``: with units it is ``m_0 * g(c/v)``, a one-variable problem; and every
 candidate it returns is dimensionally consistent.
 
 Units are written as products of powers of base-unit names: ``"kg m^2 s^-2"``, ``"kg*m/s^2"``, ``"AU^3/yr^2"``,
@@ -58,8 +58,8 @@ def format_unit(powers: dict[str, int]) -> str:
 
 @dataclass(frozen=True)
 class Analysis:
-    """The prefactor and groups of one table. ``prefactor``: one exponent per feature; ``groups``: one list of
-    exponents per feature for each dimensionless group (exponents are Fractions, usually integers)."""
+    """The prefactor and groups of one table. ``prefactor``: one exponent per feature (Fractions: 3/2 in Kepler's
+    a**(3/2)/sqrt(M)); ``groups``: for each dimensionless group one integer exponent per feature (as Fractions)."""
 
     features: tuple[str, ...]
     prefactor: tuple[Fraction, ...]
@@ -76,13 +76,18 @@ class Analysis:
 
     def reduce(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rows, n) features and (rows,) target -> the groups (rows, k) and ``y / prefactor`` (rows,). ValueError
-        when a value is not finite (a zero feature under a negative power, a negative one under a root)."""
+        naming the rows when a value is not finite (a zero feature under a negative power, a negative one under a
+        root; :func:`orbitlaw.discovery.sr.symbolic.discover_law` checks every row before any seed runs)."""
         Z = np.stack([self._values(g, X) for g in self.groups], axis=1) if self.groups else np.zeros((len(y), 0))
+        P = self._values(self.prefactor, X)
         with np.errstate(all="ignore"):
-            t = y / self._values(self.prefactor, X)
-        if not (np.all(np.isfinite(Z)) and np.all(np.isfinite(t))):
-            raise ValueError(f"dimensional analysis: the prefactor {self.text()['prefactor']} or a group is not finite "
-                             "on every row (a feature that is zero, or negative under a fractional power)")
+            t = y / P
+        bad = ~(np.all(np.isfinite(Z), axis=1) & np.isfinite(P) & (P != 0) & np.isfinite(t))
+        if bad.any():
+            text = self.text()
+            raise ValueError(f"dimensional analysis: the prefactor {text['prefactor']} or a group "
+                             f"({', '.join(text['groups']) or 'none'}) is not finite on {int(bad.sum())} of {len(t)} "
+                             "rows (a feature that is zero, or negative under a fractional power)")
         return Z, t
 
     def lift(self, expr: sympy.Expr, group_symbols, symbols) -> sympy.Expr:
@@ -91,7 +96,7 @@ class Analysis:
         return _monomial(self.prefactor, symbols) * expr.xreplace(subs)
 
     def text(self) -> dict:
-        """The analysis in the feature names, for LAW.json: {"prefactor": "m_0", "groups": ["v/c"]}."""
+        """The analysis in the feature names, for LAW.json: {"prefactor": "m_0", "groups": ["c/v"]}."""
         names = [sympy.Symbol(n) for n in self.features]
         return {"prefactor": str(_monomial(self.prefactor, names)),
                 "groups": [str(_monomial(g, names)) for g in self.groups]}
@@ -108,7 +113,7 @@ def analyse(units: dict[str, str], features: list[str], target: str) -> Analysis
     powers of the features' units makes."""
     missing = [c for c in [*features, target] if c not in units]
     if missing:
-        raise ValueError(f"--units names no unit for {', '.join(missing)} (give one for every feature and the target)")
+        raise ValueError(f"no unit for {', '.join(missing)} (give one for every feature and the target)")
     columns = [parse_unit(units[c]) for c in features]
     wanted = parse_unit(units[target])
     dims = sorted({d for u in [*columns, wanted] for d in u})
@@ -128,7 +133,10 @@ def _prefactor(D: sympy.Matrix, t: sympy.Matrix, n: int) -> list[Fraction] | Non
     features; None when there is none."""
     if D.rows == 0 or not any(t):
         return [Fraction(0)] * n
-    for size in range(1, n + 1):
+    rank = D.rank()
+    if D.row_join(t).rank() != rank:  # no product of powers of the features has the target's units
+        return None
+    for size in range(1, rank + 1):  # a solution of fewest features has independent columns: at most rank of them
         best = None
         for cols in itertools.combinations(range(n), size):
             sub = D[:, list(cols)]
@@ -152,7 +160,8 @@ def _prefactor(D: sympy.Matrix, t: sympy.Matrix, n: int) -> list[Fraction] | Non
 
 
 def _integers(v: sympy.Matrix) -> list[Fraction]:
-    """A rational null-space vector scaled to coprime integers (its free feature keeps power +1: ``m/M``)."""
+    """A rational null-space vector scaled to coprime integers, its free feature's power positive (``m/M``; for
+    ``a: m^2, b: m`` the group is ``b**2/a``)."""
     den = math.lcm(*[int(sympy.fraction(x)[1]) for x in v])
     ints = [int(x * den) for x in v]
     g = int(np.gcd.reduce([abs(i) for i in ints if i]))

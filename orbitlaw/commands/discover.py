@@ -87,6 +87,8 @@ def unit_map(text: str) -> dict[str, str]:
         column, sep, unit = entry.partition("=")
         if not sep or not column.strip() or not unit.strip():
             raise ValueError(f"--units must be COL=UNIT pairs separated by commas, got {entry.strip()!r}")
+        if column.strip() in out:
+            raise ValueError(f"--units gives column {column.strip()!r} twice")
         out[column.strip()] = unit.strip()
     return out
 
