@@ -358,18 +358,14 @@ NUMBERS = [
     (RESULTS_MD, "srbench_units.json", lambda d: (d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"],
                                                   srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
      "Kepler's third law for two comparable masses {0} at 1%; {1:.2f} s CPU per fit at 1%"),
-    *[(BENCH_MD, "srbench_units.json", lambda d, n=n: (srbench(d, n, "solved_expected_on_physo_equations"),
-                                                       srbench(d, n, "physo_solved_expected"),
-                                                       srbench(d, n, "cpu_seconds_per_fit_mean"),
-                                                       srbench(d, n, "cpu_seconds_per_fit_max")),
-       f"| {label} | {{0}} | {{1}} | {{2:.2f}} / {{3:.2f}} |") for n, label in (("0.0", "0"), ("0.001", "0.1%"),
-                                                                                 ("0.01", "1%"))],
-    *[(BENCH_MD, "srbench.json", lambda d, n=n: (srbench(d, n, "solved_expected_on_physo_equations"),
-                                                 srbench(d, n, "physo_solved_expected"),
-                                                 srbench(d, n, "cpu_seconds_per_fit_mean"),
-                                                 srbench(d, n, "cpu_seconds_per_fit_max")),
-       f"| {label} | {{0}} | {{1}} | {{2:.2f}} / {{3:.2f}} |") for n, label in (("0.0", "0"), ("0.001", "0.1%"),
-                                                                                 ("0.01", "1%"))],
+
+    *[(BENCH_MD, name, lambda d, n=n: (srbench(d, n, "solved_expected_on_physo_equations"),
+                                       srbench(d, n, "physo_solved_expected"),
+                                       srbench(d, n, "cpu_seconds_per_fit_mean"),
+                                       srbench(d, n, "cpu_seconds_per_fit_max")),
+       f"| {label} | {{0}} | {{1}} | {{2:.2f}} / {{3:.2f}} |")
+      for name in ("srbench.json", "srbench_units.json")
+      for n, label in (("0.0", "0"), ("0.001", "0.1%"), ("0.01", "1%"))],
     (BENCH_MD, "srbench_before.json", lambda d: srbench(d, "0.01", "solved_expected"), "orbitlaw solved {} of"),
     *[(BENCH_MD, "srbench.json", lambda d, law=law: srbench(d, "0.01", "orbital_laws")[law], f"{text}: {{}}")
       for law, text in (("hill_radius", "a(m/3M)^(1/3)"), ("kepler_third_law", "P = sqrt(a³/(M + m))"),
