@@ -459,7 +459,9 @@ def main() -> None:
     parser.add_argument("--equations", default=None, help="comma-separated names (feynman_I_12_1,...); default all")
     parser.add_argument("--max-variables", type=int, default=None, help="only equations of at most K variables")
     parser.add_argument("--noise", default=",".join(f"{n:g}" for n in NOISES), help="target noise levels")
-    parser.add_argument("--seeds", type=int, default=2, help="seeds 0 .. N-1, one fit each")
+    parser.add_argument("--seeds", type=int, default=2, help="N seeds, one fit each, from --first-seed")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first seed (a replication on seeds unused in design: --first-seed 2)")
     parser.add_argument("--rows", type=int, default=ROWS)
     parser.add_argument("--test-rows", type=int, default=TEST_ROWS)
     parser.add_argument("--points", type=int, default=POINTS, help="DiscoverConfig.points")
@@ -480,9 +482,11 @@ def main() -> None:
         print(markdown(json.loads(out.read_text())))
         return
 
+    if args.seeds < 1 or args.first_seed < 0:
+        parser.error(f"--seeds must be >= 1 and --first-seed >= 0 (got {args.seeds} and {args.first_seed})")
     names = select(args)
     noises = [float(n) for n in args.noise.split(",") if n.strip()]
-    seeds = list(range(args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     settings = {"rows": args.rows, "test_rows": args.test_rows, "points": args.points,
                 "check_timeout": args.check_timeout, "r2_gate": R2_GATE, "target": TARGET,
                 "noise_model": "y + N(0, noise * sqrt(mean(y**2)))", "fit": "discover_law, seeds=1, first_seed=seed"}

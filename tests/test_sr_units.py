@@ -15,7 +15,7 @@ import pytest
 import sympy
 
 from orbitlaw.cli import main
-from orbitlaw.discovery.sr import binomial, seed_fit, symbolic, units
+from orbitlaw.discovery.sr import binomial, law, logarithm, powerlaw, seed_fit, symbolic, units
 from orbitlaw.discovery.sr.backends import placeholders
 from orbitlaw.discovery.sr.law import evaluate
 from orbitlaw.discovery.sr.symbolic import discover_law
@@ -108,6 +108,53 @@ def test_the_binomial_screen_needs_positive_values():
     assert binomial.screen_candidates(Z, y, x)  # the control: the same rows, positive, give candidates
     assert binomial.screen_candidates(Z, np.where(np.arange(200) < 120, -y, y), x) == []
     assert binomial.screen_candidates(-Z, y, x) == []
+
+
+
+@pytest.mark.parametrize("truth, exact", [
+    (lambda z: np.log(z[:, 1] / z[:, 0]), "log(x1/x0)"),  # isothermal work over n k T, of V1/V2 and V2/V1 groups
+    (lambda z: 2 * np.sqrt(z[:, 0]) * np.log(z[:, 1]), "2*sqrt(x0)*log(x1)"),  # a log times a power law
+])
+def test_the_log_screen_states_logarithmic_laws(truth, exact):
+    """Ratios either side of 1 (the law changes sign there), 1% noise: the exact law is among the candidates."""
+    rng = np.random.default_rng(3)
+    Z = rng.uniform(0.2, 5.0, (500, 2))
+    y = truth(Z) * (1 + 0.01 * rng.standard_normal(500))
+    x = placeholders(2)
+    want = sympy.sympify(exact, locals={"x0": x[0], "x1": x[1]})
+    found = logarithm.screen_candidates(Z, y, x)
+    assert any(sympy.simplify(sympy.expand_log(e - want, force=True)) == 0 for e in found), found
+
+
+def test_the_log_screen_needs_positive_finite_groups_and_a_law_of_them():
+    x = placeholders(1)
+    Z = np.linspace(0.2, 5.0, 100)[:, None]
+    assert logarithm.screen_candidates(Z, np.log(Z[:, 0]), x)  # the control
+    assert logarithm.screen_candidates(-Z, np.log(Z[:, 0]), x) == []
+    assert logarithm.screen_candidates(Z, np.where(np.arange(100) < 3, np.nan, np.log(Z[:, 0])), x) == []
+    assert logarithm.screen_candidates(Z, np.zeros(100), x) == []
+
+
+def test_a_phase_next_to_a_multiple_of_half_pi_is_snapped_there():
+    """cos(theta - 3.14161) on rows of -cos(theta) is written -cos(theta); a phase the rows resolve (0.3) stays."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 5, (400, 2))
+    x = placeholders(2)
+    y = -X[:, 0] * np.cos(X[:, 1]) * (1 + 0.001 * rng.standard_normal(400))
+    fitted = x[0] * sympy.cos(x[1] - sympy.Float(3.14161481026966, 15))
+    assert law.snap_units(fitted, x, X, y, "relative") == -x[0] * sympy.cos(x[1])
+    shifted = X[:, 0] * np.cos(X[:, 1] + 0.3)
+    resolved = x[0] * sympy.cos(x[1] + sympy.Float(0.3, 15))
+    assert law.snap_units(resolved, x, X, shifted, "relative") == resolved
+
+
+@pytest.mark.parametrize("v, count, limit, want", [
+    (1.49, 1, None, ["3/2"]), (0.35, 1, None, ["1/3"]), (-0.52, 2, None, ["-1/2", "-2/3"]),
+    (4.2, 1, None, ["13/3"]),  # no clamp without a limit: a fitted a_j of 4.2 is not written 3
+    (4.2, 1, 3, ["3"]), (-9.0, 1, 3, ["-3"]),
+])
+def test_simple_fractions_are_the_nearest_integers_halves_and_thirds(v, count, limit, want):
+    assert [str(r) for r in powerlaw.simple_fractions(v, count, limit)] == want
 
 
 def test_discover_with_units_states_keplers_third_law(tmp_path, capsys):

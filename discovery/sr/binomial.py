@@ -33,6 +33,7 @@ import sympy
 from scipy.optimize import minimize_scalar
 
 from orbitlaw.discovery.sr import law as laws
+from orbitlaw.discovery.sr import powerlaw
 
 GRID = (-0.999, -0.99, -0.95, -0.9, -0.8, -0.6, -0.4, -0.2, 0.2, 0.5, 1.0, 2.0, 5.0, 20.0)
 """b * max(u) on the grid: from just above -1 (where 1 + b u reaches 0) to where (1 + b u) is a power of u in all
@@ -55,7 +56,7 @@ MIN_POSITIVE = 0.5
 """The screen runs when at least this fraction of the rows has a positive target (on those rows)."""
 
 
-def _monomials(k: int) -> list[tuple[int, ...]]:
+def monomials(k: int) -> list[tuple[int, ...]]:
     powers = (-2, -1, 1, 2)
     out = []
     for j in range(k):
@@ -64,14 +65,6 @@ def _monomials(k: int) -> list[tuple[int, ...]]:
         for i, j in itertools.combinations(range(k), 2):
             out += [tuple(pi if m == i else pj if m == j else 0 for m in range(k)) for pi in powers for pj in powers]
     return out
-
-
-def _simple(v: float, count: int = 1) -> sympy.Rational | list[sympy.Rational]:
-    """The nearest integer, half or third with |value| <= MAX_POWER (``count`` > 1: the ``count`` nearest)."""
-    values = {sympy.Rational(round(v * q) + d, q) for q in (1, 2, 3) for d in (-1, 0, 1)}
-    values = {r for r in values if abs(r) <= MAX_POWER} or {sympy.Integer(MAX_POWER if v > 0 else -MAX_POWER)}
-    ranked = sorted(values, key=lambda r: abs(float(r) - v))
-    return ranked[0] if count == 1 else ranked[:count]
 
 
 def positive_rows(y: np.ndarray) -> np.ndarray:
@@ -111,7 +104,7 @@ def _screen(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> list[s
         return float(ry @ ry) - p * float(ry @ rw)
 
     found = []
-    for k in _monomials(Z.shape[1]):
+    for k in monomials(Z.shape[1]):
         u = np.exp(logz @ np.asarray(k, dtype=np.float64))
         top = float(np.max(u))
 
@@ -170,7 +163,7 @@ def _settle(y, logz, k, b, symbols, rank: int) -> sympy.Expr | None:
     _, params = fit(b)
     if params is None:
         return None
-    powers = [r for r in _simple(float(params[2]), POWERS) if r != 0]
+    powers = [r for r in powerlaw.simple_fractions(float(params[2]), POWERS, MAX_POWER) if r != 0]
     if rank >= len(powers):
         return None
     p = powers[rank]
@@ -178,7 +171,7 @@ def _settle(y, logz, k, b, symbols, rank: int) -> sympy.Expr | None:
     _, params = fit(b, p=float(p))
     if params is None:
         return None
-    a = [_simple(float(v)) for v in params[1]]
+    a = [powerlaw.simple_fractions(float(v))[0] for v in params[1]]
     af = np.array([float(v) for v in a])
     b = refit_b(b, p=float(p), a=af)
     _, params = fit(b, p=float(p), a=af)

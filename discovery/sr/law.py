@@ -275,7 +275,8 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
     """Set to a simple number (the nearest half-integer, or +-1) each constant the data cannot tell from it: the
     rest refitted, the error (in ``metric`` on (X, y)) no worse than :func:`polish`'s pruning allows.
     ``exp(-0.5006*x**2)`` becomes ``exp(-x**2/2)`` and ``sqrt(M + 0.994*m)`` ``sqrt(M + m)``: the law a physicist
-    writes. Only constants within ``SNAP_NEAR`` of a simple number are tried, in laws of at most
+    writes; a phase near a multiple of pi/2 (``PHASE_NEAR``) is tried there first (``cos(theta - 3.14161)`` becomes
+    ``-cos(theta)``). Only constants within ``SNAP_NEAR`` of a simple number are tried, in laws of at most
     ``SNAP_MAX_CONSTANTS`` constants. A constant the rows resolve (G = 39.48, or 1.05 measured to
     0.1%) is kept. Applied to a seed's chosen law only (it refits once per constant tried)."""
     if len(constants(expr)) > SNAP_MAX_CONSTANTS:
@@ -286,8 +287,9 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
     changed = True
     while changed:
         changed = False
+        phases = _phases(expr)
         for c in constants(expr):
-            for value in _simple_values(float(c)):
+            for value in (_phase_values(float(c)) if c in phases else []) + _simple_values(float(c)):
                 trial = simplify(expr.xreplace({c: value}))
                 if trial == expr or not _finite_form(trial):
                     continue
@@ -301,6 +303,23 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
             if changed:
                 break
     return expr
+
+
+PHASE_NEAR = 0.05
+"""A phase (a constant added inside a sine or cosine) is tried at the nearest multiple of pi/2 when within this many
+radians of it (:func:`snap_units`): ``cos(theta - 3.14161)`` is ``-cos(theta)``."""
+
+
+def _phases(expr: sympy.Expr) -> set[sympy.Float]:
+    """The constants added to the argument of a sine or cosine in ``expr``."""
+    return {term for f in expr.atoms(sympy.sin, sympy.cos) if f.args[0].is_Add
+            for term in f.args[0].args if isinstance(term, sympy.Float)}
+
+
+def _phase_values(c: float) -> list[sympy.Expr]:
+    """The multiple of pi/2 a fitted phase ``c`` (radians) may stand for, within ``PHASE_NEAR``; 0 is pruning's."""
+    k = round(c / (math.pi / 2))
+    return [k * sympy.pi / 2] if k and abs(c - k * math.pi / 2) <= PHASE_NEAR else []
 
 
 def _simple_values(c: float) -> list[sympy.Rational]:

@@ -84,8 +84,7 @@ def screen_candidates(X: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
     if not applicable(X, y):
         return []
     k = fit_exponents(X, y)
-    rational = [min((sympy.Rational(round(float(v) * q), q) for q in (1, 2, 3)), key=lambda r: abs(float(r) - v))
-                for v in k]  # the nearest of the halves and thirds (6ths that are neither are not proposed)
+    rational = [simple_fractions(float(v))[0] for v in k]  # 6ths that are neither halves nor thirds are not proposed
     free = np.round(k, FREE_DECIMALS)
     se = exponent_errors(X, y, k)
     # mixed: each exponent its fraction where the rows cannot tell it from that (3 standard errors), else real
@@ -98,6 +97,15 @@ def screen_candidates(X: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
         expr = expression(c, exps, symbols)
         out.setdefault(sympy.srepr(expr), expr)
     return list(out.values())
+
+
+def simple_fractions(v: float, count: int = 1, limit: float | None = None) -> list[sympy.Rational]:
+    """The ``count`` integers, halves or thirds nearest to ``v`` (ties: the smaller denominator first), of
+    |value| <= ``limit`` when given (none within it: the end of the range on ``v``'s side)."""
+    values = {sympy.Rational(round(v * q) + d, q) for q in (1, 2, 3) for d in (-1, 0, 1)}
+    if limit is not None:
+        values = {r for r in values if abs(r) <= limit} or {sympy.Integer(int(limit) if v > 0 else -int(limit))}
+    return sorted(values, key=lambda r: (abs(float(r) - v), r.q, float(r)))[:count]
 
 
 def screen(X: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> sympy.Expr | None:
