@@ -19,10 +19,11 @@ back only for the same code: a row file made by another source is refused with t
 every size row at the largest budget) run at the other seeds. ``--max-rows N`` stops after N rows have trained
 this run (rows that come back from files do not count); a kill loses only the group in progress.
 
-Writes ``benchmarks/results/path_sizes_seed<S>.json`` (and ``.md``, ``.png``): the size rows, their summary, and
-the reading rules' answer (:func:`orbitlaw.study.path.answer`) over the chain's rows (``--chain``, default
-``path_chain_seed<S>.json``; ``none``: the size rows alone) and these. ``complete`` says whether every size row and
-every replication row has run; until then ``restored`` is null and ``missing`` names the rows still to run.
+Writes ``benchmarks/results/path_sizes_seed<S>.json`` (and ``.md``, and ``.png`` drawn with the chain's rows): the
+size rows, their summary, and the reading rules' answer (:func:`orbitlaw.study.path.answer`) over the chain's rows
+(``--chain``, default ``path_chain_seed<S>.json``; ``none``: the size rows alone) and these. ``complete`` says
+whether every size row and every replication row has run; until then ``restored`` is null and ``missing`` names the
+rows still to run.
 Nothing in the rows' settings, the rule or the data differs from the preset's.
 """
 
@@ -224,7 +225,9 @@ def main(argv: list[str] | None = None) -> None:
     if doc["path"]:
         lines = path_section(doc["path"], doc["path_summary"], doc["path_answer"], None)
         write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
-        plot_path(doc["path"], target.with_suffix(".png"), precision=doc["path"][0]["law"]["rule"]["precision"])
+        # the chain's rows draw the rungs (left) and the whole rung's base width and budget (right) beside these
+        plot_path((chain["path"] if chain else []) + doc["path"], target.with_suffix(".png"),
+                  precision=doc["path"][0]["law"]["rule"]["precision"])
     for r in doc["path"]:
         print(f"{r['name']:28s} {str(r['verdict']):16s} departure {(r['law'] or {}).get('newton_departure_exact')}")
     print(f"complete: {doc['complete']}; missing: {', '.join(doc['missing']) or 'none'}")
