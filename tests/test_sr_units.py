@@ -110,7 +110,6 @@ def test_the_binomial_screen_needs_positive_values():
     assert binomial.screen_candidates(-Z, y, x) == []
 
 
-
 @pytest.mark.parametrize("truth, exact", [
     (lambda z: np.log(z[:, 1] / z[:, 0]), "log(x1/x0)"),  # isothermal work over n k T, of V1/V2 and V2/V1 groups
     (lambda z: 2 * np.sqrt(z[:, 0]) * np.log(z[:, 1]), "2*sqrt(x0)*log(x1)"),  # a log times a power law
@@ -136,15 +135,17 @@ def test_the_log_screen_needs_positive_finite_groups_and_a_law_of_them():
 
 
 def test_a_phase_next_to_a_multiple_of_half_pi_is_snapped_there():
-    """cos(theta - 3.14161) on rows of -cos(theta) is written -cos(theta); a phase the rows resolve (0.3) stays."""
+    """cos(theta - 3.14161) on rows of -cos(theta) is written -cos(theta); a phase near pi/2 that the rows resolve
+    (1.60, 0.029 from it) is tried there and stays."""
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 5, (400, 2))
     x = placeholders(2)
     y = -X[:, 0] * np.cos(X[:, 1]) * (1 + 0.001 * rng.standard_normal(400))
     fitted = x[0] * sympy.cos(x[1] - sympy.Float(3.14161481026966, 15))
     assert law.snap_units(fitted, x, X, y, "relative") == -x[0] * sympy.cos(x[1])
-    shifted = X[:, 0] * np.cos(X[:, 1] + 0.3)
-    resolved = x[0] * sympy.cos(x[1] + sympy.Float(0.3, 15))
+    shifted = X[:, 0] * np.cos(X[:, 1] + 1.60)
+    resolved = x[0] * sympy.cos(x[1] + sympy.Float(1.60, 15))
+    assert law._phase_values(1.60)  # the snap is tried: the rows, not the distance, keep the phase
     assert law.snap_units(resolved, x, X, shifted, "relative") == resolved
 
 

@@ -100,7 +100,7 @@ def screen_candidates(X: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
 
 
 def simple_fractions(v: float, count: int = 1, limit: float | None = None) -> list[sympy.Rational]:
-    """The ``count`` integers, halves or thirds nearest to ``v`` (ties: the smaller denominator first), of
+    """The ``count`` integers, halves or thirds nearest to a finite ``v`` (ties: the smaller denominator first), of
     |value| <= ``limit`` when given (none within it: the end of the range on ``v``'s side)."""
     values = {sympy.Rational(round(v * q) + d, q) for q in (1, 2, 3) for d in (-1, 0, 1)}
     if limit is not None:

@@ -87,9 +87,9 @@ def candidates(X: np.ndarray, y: np.ndarray, seed: int, backend: str, restarts: 
                metric: str, forms: bool = False) -> tuple[list[sympy.Expr], np.ndarray]:
     """The raw candidates of one seed over the placeholders of X's columns: the power-law screen's, ``restarts``
     searches of the departure from its best power law (or of the target when that is not positive), and
-    :data:`PLAIN_SEARCHES` of the raw target (with ``forms``, the screens run on the rows where y > 0, and the
-    binomial and logarithmic screens, :mod:`orbitlaw.discovery.sr.binomial` and
-    :mod:`orbitlaw.discovery.sr.logarithm`, too); and which rows the searches used (not gross errors).
+    :data:`PLAIN_SEARCHES` of the raw target (with ``forms``, the power-law screen runs on the rows where y > 0, and
+    the binomial screen, :mod:`orbitlaw.discovery.sr.binomial`, on those rows too, and the logarithmic one,
+    :mod:`orbitlaw.discovery.sr.logarithm`, on every row); and which rows the searches used (not gross errors).
     X (rows, k) with k = 0 (a dimensional analysis left no group): the best constant alone."""
     if X.shape[1] == 0:
         return [verdicts.best_constant(y, metric if np.all(y > 0) else "relative")], np.ones(len(y), bool)
