@@ -178,8 +178,4 @@ def _settle(y, logz, k, b, symbols, rank: int) -> sympy.Expr | None:
     if params is None:
         return None
     monomial = sympy.Mul(*[s ** int(e) for s, e in zip(symbols, k, strict=True) if e])
-    expr = sympy.Float(float(np.exp(params[0])), 15) * (1 + sympy.Float(b, 15) * monomial) ** p
-    for s, e in zip(symbols, a, strict=True):
-        if e:
-            expr = expr * s ** e
-    return expr
+    return powerlaw.expression(float(np.exp(params[0])), a, symbols) * (1 + sympy.Float(b, 15) * monomial) ** p

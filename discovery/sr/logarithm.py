@@ -50,10 +50,8 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
     found.sort(key=lambda f: f[0])
     out = {}
     for _, k, a, c in found[:KEEP]:
-        expr = sympy.Float(c, 15) * sympy.log(sympy.Mul(*[s ** int(e) for s, e in zip(symbols, k, strict=True) if e]))
-        for s, e in zip(symbols, a, strict=True):
-            if e:
-                expr = expr * s ** e
+        u = sympy.Mul(*[s ** int(e) for s, e in zip(symbols, k, strict=True) if e])
+        expr = powerlaw.expression(c, a, symbols) * sympy.log(u)
         for e in (expr, laws.snap_units(expr, symbols, Z, y, "relative")):
             out.setdefault(sympy.srepr(e), e)
     return list(out.values())
