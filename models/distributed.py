@@ -102,8 +102,14 @@ def agree_on_signal(signal: int | None, dist: Dist, device: torch.device) -> int
 
 
 def leave(dist: Dist) -> None:
-    """Tear the process group down (this rank's last collective is done)."""
+    """Tear the process group down (this rank's last collective is done): first whatever still holds it (a
+    DistributedDataParallel wrapper caught in a reference cycle) is collected, so that no gloo or NCCL object
+    outlives the group into the interpreter's shutdown."""
     if dist.world > 1:
+        import gc
+
         import torch.distributed as tdist
 
-        tdist.destroy_process_group()
+        gc.collect()
+        if tdist.is_initialized():
+            tdist.destroy_process_group()

@@ -169,6 +169,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
         if failed and fresh and dist.main:  # created by this command and emptied by undo_on_failure
             with contextlib.suppress(OSError):
                 run.rmdir()
+        distributed.leave(dist)  # once the DDP model, the group's last user, is gone with _train_locked's frame
     return summary
 
 
@@ -311,7 +312,6 @@ def _loop(cfg: TrainConfig, dist: Dist, device, run: Path, plan: Plan, model: GP
     finally:
         bar.close()
         stop.restore()
-        distributed.leave(dist)
         try:
             tracker.close()
         except Exception as exc:  # the run is saved; a tracker that cannot finish does not undo it
