@@ -6,6 +6,7 @@ masses."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from fractions import Fraction
 
@@ -125,6 +126,25 @@ def test_the_log_screen_states_logarithmic_laws(truth, exact):
     assert any(sympy.simplify(sympy.expand_log(e - want, force=True)) == 0 for e in found), found
 
 
+def test_the_log_screen_keeps_distinct_laws_written_with_a_positive_constant():
+    """ln(u), ln(1/u) and ln(u**2) are one law: the screen's slots hold different laws, not one law three ways,
+    and -T ln(V1/V2) is written T ln(V2/V1)."""
+    rng = np.random.default_rng(4)
+    Z = rng.uniform(0.2, 5.0, (500, 2))
+    x = placeholders(2)
+    found = logarithm.screen_candidates(Z, -np.log(Z[:, 0] / Z[:, 1]) * (1 + 0.01 * rng.standard_normal(500)), x)
+    logs = [next(iter(e.atoms(sympy.log))).args[0] for e in found]
+    def family(u):  # u's powers over their gcd, the first positive: u, 1/u and u**2 are one family
+        powers = [int(u.as_powers_dict().get(s, 0)) for s in x]
+        g = math.gcd(*powers) * (1 if next(e for e in powers if e) > 0 else -1)
+        return tuple(e // g for e in powers)
+
+    families = {family(u) for u in logs}
+    assert len(families) == logarithm.KEEP, found  # one candidate per family of u (fitted and snapped share one)
+    assert all(e.as_coeff_Mul()[0] > 0 for e in found), found
+    assert x[1] / x[0] in logs, found
+
+
 def test_the_log_screen_needs_positive_finite_groups_and_a_law_of_them():
     x = placeholders(1)
     Z = np.linspace(0.2, 5.0, 100)[:, None]
@@ -147,6 +167,22 @@ def test_a_phase_next_to_a_multiple_of_half_pi_is_snapped_there():
     resolved = x[0] * sympy.cos(x[1] + sympy.Float(1.60, 15))
     assert law._phase_values(1.60)  # the snap is tried: the rows, not the distance, keep the phase
     assert law.snap_units(resolved, x, X, shifted, "relative") == resolved
+
+
+def test_a_scale_shared_by_numerator_and_denominator_is_divided_out_before_snapping():
+    """568.3/(568.6 g - 569.1) on rows of 1/(g - 1) (I.43.43's gamma on [2, 5]) is written 1/(g - 1): each of its
+    three constants is within 5% of a half-integer of its own, so before it snapped to 568/(1137g/2 - 569). A
+    fraction without the spare scale keeps its form, and the value never changes."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(2, 5, (400, 1))
+    g = placeholders(1)
+    y = 1 / (X[:, 0] - 1) * (1 + 0.001 * rng.standard_normal(400))
+    fitted = sympy.Float(568.3) / (sympy.Float(568.6) * g[0] - sympy.Float(569.1))
+    assert law.snap_units(fitted, g, X, y, "relative") == 1 / (g[0] - 1)
+    scaled = law.one_scale(fitted)
+    assert len(law.constants(scaled)) == 2
+    np.testing.assert_allclose(law.evaluate(scaled, g, X), law.evaluate(fitted, g, X), rtol=1e-12)
+    assert law.one_scale(g[0] / (g[0] + sympy.Float(0.1))) == g[0] / (g[0] + sympy.Float(0.1))
 
 
 @pytest.mark.parametrize("v, count, limit, want", [

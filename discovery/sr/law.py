@@ -279,6 +279,7 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
     ``-cos(theta)``). Only constants within ``SNAP_NEAR`` of a simple number are tried, in laws of at most
     ``SNAP_MAX_CONSTANTS`` constants. A constant the rows resolve (G = 39.48, or 1.05 measured to
     0.1%) is kept. Applied to a seed's chosen law only (it refits once per constant tried)."""
+    expr = one_scale(expr)
     if len(constants(expr)) > SNAP_MAX_CONSTANTS:
         return expr
     err = error(y, evaluate(expr, symbols, X), metric)
@@ -302,6 +303,24 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
                     break
             if changed:
                 break
+    return expr
+
+
+def one_scale(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with a scale its numerator and a denominator factor share divided out, so that the factor's constant
+    term is +-1: ``568.3/(568.6*g - 569.1)`` is ``0.9986/(0.9991*g - 1)``, whose constants a snap can set to 1,
+    where before each was "near" a half-integer of its own (568, 1137/2, 569). Only when this leaves fewer
+    constants (``x/(r + 0.1)`` stays as it is); the value is unchanged."""
+    num, den = sympy.fraction(expr)
+    factors = sympy.Mul.make_args(den)
+    for i, f in enumerate(factors):
+        k = f.as_coeff_Add()[0] if f.is_Add else None
+        if isinstance(k, sympy.Float) and k != 0:
+            scale = abs(k)
+            rest = sympy.Mul(*factors[:i], *factors[i + 1:])
+            trial = (num / scale) / (rest * sympy.Add(*[t / scale for t in f.args if t != k], 1 if k > 0 else -1))
+            if len(constants(trial)) < len(constants(expr)):
+                return trial
     return expr
 
 

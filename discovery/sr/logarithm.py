@@ -5,6 +5,11 @@ The family holds the laws of ratios that a power law cannot: the isothermal work
 change, a magnitude ``-2.5 log10(F1/F2)``, Tsiolkovsky's ``v_e ln(m0/m1)``. The search's operators have no logarithm
 (``exp`` only), so without the screen such a law is written as a long series.
 
+Only one monomial of each family ``u**k`` is tried (its powers coprime, the first positive: ``x0/x1``, never
+``x1/x0`` or ``x0**2/x1**2``), since ``ln(u**k) = k ln u`` is the same law with another C; a law whose fitted C is
+negative is proposed with ``1/u`` (``T ln(V2/V1)``, not ``-T ln(V1/V2)``; sympy writes ``ln(1/z)`` of one
+variable back as ``-ln z``).
+
 For a fixed u, ``y = C * g * w`` with ``w = ln u`` is a power law of the z_j in ``y / w`` (log space, on the rows
 where ``y / w > 0``): each monomial costs one regression. The exponents a_j are rounded to the nearest integer,
 half or third, C refitted by least squares on every row (a log changes sign at u = 1, and so does the target), and
@@ -15,6 +20,8 @@ can only be of a dimensionless ratio.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import sympy
@@ -41,7 +48,7 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
     if scale <= 0:
         return []
     found = []
-    for k in monomials(Z.shape[1]):
+    for k in canonical_monomials(Z.shape[1]):
         w = logz @ np.asarray(k, dtype=np.float64)
         fitted = _fit(logz, y, w)
         if fitted is not None:
@@ -50,11 +57,20 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
     found.sort(key=lambda f: f[0])
     out = {}
     for _, k, a, c in found[:KEEP]:
+        if c < 0:  # C ln(u) = |C| ln(1/u)
+            k, c = tuple(-e for e in k), -c
         u = sympy.Mul(*[s ** int(e) for s, e in zip(symbols, k, strict=True) if e])
         expr = powerlaw.expression(c, a, symbols) * sympy.log(u)
         for e in (expr, laws.snap_units(expr, symbols, Z, y, "relative")):
             out.setdefault(sympy.srepr(e), e)
     return list(out.values())
+
+
+def canonical_monomials(k: int) -> list[tuple[int, ...]]:
+    """The monomials of :func:`orbitlaw.discovery.sr.binomial.monomials` of k variables with coprime powers, the
+    first nonzero positive: one of each family ``u**k``, whose logarithms differ only by the factor k."""
+    return [m for m in monomials(k)
+            if math.gcd(*m) == 1 and next(e for e in m if e) > 0]
 
 
 def _fit(logz: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[list[sympy.Rational], float, float] | None:
