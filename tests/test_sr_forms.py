@@ -88,3 +88,20 @@ def test_columns_named_like_sympy_constants_are_read_back_as_the_columns(tmp_pat
     assert not expr.has(sympy.E, sympy.I, sympy.gamma)
     values = {sympy.Symbol(k): 2.0 for k in cols}
     assert math.isclose(float(expr.subs(values)), 2.0, rel_tol=1e-6)
+
+
+@pytest.mark.timeout(60)
+def test_pruning_never_builds_a_number_beyond_double_range():
+    """A law the search returned on an LLM's answers: dropping 23.42 makes exp(4052848.5), whose cosine sympy would
+    evaluate with pi to millions of digits (six minutes before the fix). The polish skips that trial, and the same
+    substitution on ordinary numbers is xreplace's."""
+    x = placeholders(3)
+    law = sympy.sympify("39.1235680978042*x1*x2*(0.924223431992575*cos(exp(4052848.54847603*exp(-23.4237270876475*x2)))"
+                        " + 0.517848112967121)/x0**2", locals={f"x{i}": s for i, s in enumerate(x)})
+    assert laws.substitute(law, {sympy.Float("-23.4237270876475"): sympy.Integer(0)}) is None
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.5, 2, (300, 3))
+    polished = laws.polish(law, x, X, 39.48 * X[:, 1] * X[:, 2] / X[:, 0] ** 2, "log")
+    assert math.isfinite(polished.error)
+    ordinary = {sympy.Float("0.517848112967121"): sympy.Integer(2), x[2]: sympy.Float(1.5)}
+    assert laws.substitute(law, ordinary) == law.xreplace(ordinary)

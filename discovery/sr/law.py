@@ -175,6 +175,29 @@ def _simplify(expr: sympy.Expr) -> sympy.Expr:
 _simplify_memo = _Memo(_simplify)
 
 
+def substitute(expr: sympy.Expr, values: dict) -> sympy.Expr | None:
+    """``expr.xreplace(values)``, or None where that would make a number beyond double range. sympy evaluates a
+    function of numbers in arbitrary precision as it builds it: setting ``a = 0`` in ``cos(exp(4.05e6 * exp(a * x)))``
+    makes ``exp(4.05e6)``, a float of 1.76 million digits, and its cosine needs pi to as many (six minutes on one
+    core, seen in a study's LLM stage). Built bottom-up, such a number stops the build where it appears."""
+    def build(node: sympy.Basic) -> sympy.Basic | None:
+        if node in values:
+            return values[node]
+        if not node.args:
+            return node
+        args = [build(a) for a in node.args]
+        if any(a is None for a in args):
+            return None
+        if all(a is b for a, b in zip(args, node.args, strict=True)):
+            return node
+        out = node.func(*args)
+        if isinstance(out, sympy.Float) and not math.isfinite(float(out)):
+            return None
+        return out
+
+    return build(expr)
+
+
 def constants(expr: sympy.Expr) -> list[sympy.Float]:
     """The free numeric constants of ``expr`` (its Floats; integers and rationals are structure)."""
     return sorted(expr.atoms(sympy.Float), key=lambda f: (float(f), str(f)))
@@ -224,7 +247,8 @@ def refit(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.nd
                     best = robust
     except (ValueError, np.linalg.LinAlgError):
         best = x0
-    return template.xreplace({p: sympy.Float(v, 15) for p, v in zip(params, best, strict=True)})
+    fitted = substitute(template, {p: sympy.Float(v, 15) for p, v in zip(params, best, strict=True)})
+    return expr if fitted is None else fitted
 
 
 def _finite_form(expr: sympy.Expr) -> bool:
@@ -248,8 +272,9 @@ def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.n
     while changed:
         changed = False
         for c in constants(expr):
-            trial = simplify(expr.xreplace({c: sympy.Integer(0)}))
-            if trial == expr or not _finite_form(trial) or trial.free_symbols.isdisjoint(symbols):
+            trial = substitute(expr, {c: sympy.Integer(0)})
+            trial = None if trial is None else simplify(trial)
+            if trial is None or trial == expr or not _finite_form(trial) or trial.free_symbols.isdisjoint(symbols):
                 continue  # a division by zero, or every variable gone: not a simplification of a law
             trial_error = error(y, evaluate(trial, symbols, X), metric)
             if trial_error > 2 * err + PRUNE_TOLERANCE:
@@ -291,8 +316,9 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
         phases = _phases(expr)
         for c in constants(expr):
             for value in (_phase_values(float(c)) if c in phases else []) + _simple_values(float(c)):
-                trial = simplify(expr.xreplace({c: value}))
-                if trial == expr or not _finite_form(trial):
+                trial = substitute(expr, {c: value})
+                trial = None if trial is None else simplify(trial)
+                if trial is None or trial == expr or not _finite_form(trial):
                     continue
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # a trial far off the data overflows inside scipy's cost
