@@ -102,9 +102,9 @@ def agree_on_signal(signal: int | None, dist: Dist, device: torch.device) -> int
 
 
 def leave(dist: Dist) -> None:
-    """Tear the process group down (this rank's last collective is done): first whatever still holds it (a
-    DistributedDataParallel wrapper caught in a reference cycle) is collected, so that no gloo or NCCL object
-    outlives the group into the interpreter's shutdown."""
+    """Tear the process group down (this rank's last collective is done; :func:`orbitlaw.models.train.train` calls
+    it once the DistributedDataParallel model is gone). Anything left in a reference cycle is collected first, so
+    that no object holding the group outlives it into the interpreter's shutdown."""
     if dist.world > 1:
         import gc
 
