@@ -198,6 +198,12 @@ def substitute(expr: sympy.Expr, values: dict) -> sympy.Expr | None:
     return build(expr)
 
 
+def _simplified(expr: sympy.Expr, values: dict) -> sympy.Expr | None:
+    """A pruning or snapping trial: :func:`substitute`, then :func:`simplify`; None as :func:`substitute` gives."""
+    trial = substitute(expr, values)
+    return None if trial is None else simplify(trial)
+
+
 def constants(expr: sympy.Expr) -> list[sympy.Float]:
     """The free numeric constants of ``expr`` (its Floats; integers and rationals are structure)."""
     return sorted(expr.atoms(sympy.Float), key=lambda f: (float(f), str(f)))
@@ -272,8 +278,7 @@ def polish(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: np.n
     while changed:
         changed = False
         for c in constants(expr):
-            trial = substitute(expr, {c: sympy.Integer(0)})
-            trial = None if trial is None else simplify(trial)
+            trial = _simplified(expr, {c: sympy.Integer(0)})
             if trial is None or trial == expr or not _finite_form(trial) or trial.free_symbols.isdisjoint(symbols):
                 continue  # a division by zero, or every variable gone: not a simplification of a law
             trial_error = error(y, evaluate(trial, symbols, X), metric)
@@ -316,8 +321,7 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
         phases = _phases(expr)
         for c in constants(expr):
             for value in (_phase_values(float(c)) if c in phases else []) + _simple_values(float(c)):
-                trial = substitute(expr, {c: value})
-                trial = None if trial is None else simplify(trial)
+                trial = _simplified(expr, {c: value})
                 if trial is None or trial == expr or not _finite_form(trial):
                     continue
                 with np.errstate(all="ignore"), warnings.catch_warnings():
