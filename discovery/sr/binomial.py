@@ -177,5 +177,5 @@ def _settle(y, logz, k, b, symbols, rank: int) -> sympy.Expr | None:
     _, params = fit(b, p=float(p), a=af)
     if params is None:
         return None
-    monomial = sympy.Mul(*[s ** int(e) for s, e in zip(symbols, k, strict=True) if e])
+    monomial = powerlaw.monomial(k, symbols)
     return powerlaw.expression(float(np.exp(params[0])), a, symbols) * (1 + sympy.Float(b, 15) * monomial) ** p

@@ -59,8 +59,7 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
     for _, k, a, c in found[:KEEP]:
         if c < 0:  # C ln(u) = |C| ln(1/u)
             k, c = tuple(-e for e in k), -c
-        u = sympy.Mul(*[s ** int(e) for s, e in zip(symbols, k, strict=True) if e])
-        expr = powerlaw.expression(c, a, symbols) * sympy.log(u)
+        expr = powerlaw.expression(c, a, symbols) * sympy.log(powerlaw.monomial(k, symbols))
         for e in (expr, laws.snap_units(expr, symbols, Z, y, "relative")):
             out.setdefault(sympy.srepr(e), e)
     return list(out.values())

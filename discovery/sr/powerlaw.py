@@ -73,6 +73,12 @@ def expression(constant: float, exponents, symbols: list[sympy.Symbol]) -> sympy
     return expr
 
 
+def monomial(exponents, symbols: list[sympy.Symbol]) -> sympy.Expr:
+    """``prod(symbol ** k)`` with exact exponents (ints or fractions: ``Fraction(3, 2)`` gives ``s**(3/2)``); the
+    symbols whose exponent is 0 left out."""
+    return sympy.Mul(*[s ** sympy.Rational(k) for s, k in zip(symbols, exponents, strict=True) if k])
+
+
 FREE_DECIMALS = 3
 """The free (real) exponents a screen proposes are rounded to this many decimals: readable, and finer than any
 interval the toolkit's tables resolve."""

@@ -26,6 +26,8 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
+from orbitlaw.discovery.sr.powerlaw import monomial
+
 _FACTOR = re.compile(r"^([A-Za-z_][A-Za-z_0-9]*)(?:(?:\^|\*\*)([+-]?\d+))?$")
 
 
@@ -92,19 +94,14 @@ class Analysis:
 
     def lift(self, expr: sympy.Expr, group_symbols, symbols) -> sympy.Expr:
         """``g(z_1..z_k)`` -> ``P(x) * g(pi_1(x)..pi_k(x))`` over the feature symbols."""
-        subs = {z: _monomial(g, symbols) for z, g in zip(group_symbols, self.groups, strict=True)}
-        return _monomial(self.prefactor, symbols) * expr.xreplace(subs)
+        subs = {z: monomial(g, symbols) for z, g in zip(group_symbols, self.groups, strict=True)}
+        return monomial(self.prefactor, symbols) * expr.xreplace(subs)
 
     def text(self) -> dict:
         """The analysis in the feature names, for LAW.json: {"prefactor": "m_0", "groups": ["c/v"]}."""
         names = [sympy.Symbol(n) for n in self.features]
-        return {"prefactor": str(_monomial(self.prefactor, names)),
-                "groups": [str(_monomial(g, names)) for g in self.groups]}
-
-
-def _monomial(exponents, symbols) -> sympy.Expr:
-    return sympy.Mul(*[s ** sympy.Rational(k.numerator, k.denominator)
-                       for s, k in zip(symbols, exponents, strict=True) if k])
+        return {"prefactor": str(monomial(self.prefactor, names)),
+                "groups": [str(monomial(g, names)) for g in self.groups]}
 
 
 def analyse(units: dict[str, str], features: list[str], target: str) -> Analysis:
