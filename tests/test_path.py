@@ -294,11 +294,12 @@ def test_a_study_directory_of_another_seed_or_protocol_is_refused_before_anythin
         check_same_study(study, presets.study_config("path", seed=10, protocol="reference"))
 
 
-def _script(name):
+def _script(name, monkeypatch):
     import importlib.util
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "experiments" / f"{name}.py"
+    monkeypatch.syspath_prepend(str(path.parent))  # as when run: its sibling scripts import
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -306,7 +307,7 @@ def _script(name):
 
 
 def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypatch, tmp_path, capsys):
-    sizes = _script("path_sizes")
+    sizes = _script("path_sizes", monkeypatch)
     _small_path(monkeypatch, {"attentions": ["lssar"], "whole_train": {"batch_size": 4, "max_steps": 6},
                               "sizes": {"attentions": ["lssar"], "widths": [64], "budgets": [0.5, 2]}}, seeds=(0, 1))
     rows_dir, first = tmp_path / "rows", tmp_path / "first.json"

@@ -28,15 +28,15 @@ import platform
 import time
 from pathlib import Path
 
-from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
+from path_results import write_result  # a sibling script: benchmarks/experiments/ is on sys.path
+
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import configurations as control_configurations
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.figures import plot_path
 from orbitlaw.study.path import NEGATIVES, _annotate, _first_seed_name, answer, configurations, replication, summary
 from orbitlaw.study.pipeline import check_same_study, path_passes
 from orbitlaw.study.presets import study_config
-from orbitlaw.study.report import path_section
 
 
 def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "all") -> dict:
@@ -94,13 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate)
     target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
-    write_json_atomic(target, result)
-    lines = path_section(result["path"], result["path_summary"], result["path_answer"], result["controls_passes"])
-    write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
-    plot_path(result["path"], target.with_suffix(".png"), precision=result["path"][0]["law"]["rule"]["precision"])
-    for r in result["path"]:
-        law = r["law"] or {}
-        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {law.get('newton_departure_exact')}")
+    write_result(target, result, result["controls_passes"])
     print("answer:", result["path_answer"])
     print(f"wrote {target}")
 

@@ -21,6 +21,21 @@ from orbitlaw.study.path import answer, summary
 from orbitlaw.study.report import path_section
 
 
+def write_result(target: Path, doc: dict, controls_passes: dict | None, plot_rows: list[dict] | None = None) -> None:
+    """Write a path result ``doc`` (its ``path`` rows, ``path_summary`` and ``path_answer``) to ``target`` (JSON),
+    the report's path section beside it (``.md``) and the path figure (``.png``, drawn with ``plot_rows``, default
+    the result's rows), the last two only when it has rows; print each row's verdict and departure from Newton.
+    The other path scripts (``path_chain.py``, ``path_sizes.py``) write their results through it too."""
+    write_json_atomic(target, doc)
+    rows = doc["path"]
+    if rows:
+        lines = path_section(rows, doc["path_summary"], doc["path_answer"], controls_passes)
+        write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
+        plot_path(plot_rows or rows, target.with_suffix(".png"), precision=rows[0]["law"]["rule"].get("precision"))
+    for r in rows:
+        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {(r['law'] or {}).get('newton_departure_exact')}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("study", help="a path study's directory (orbitlaw run --preset path ... --out STUDY)")
@@ -39,13 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     result["path_answer"] = answer(rows, result["config"]["path"])
     result["answer_code_version"] = code_version()
     target = Path(args.to) / f"{args.name}.json"
-    write_json_atomic(target, result)
-    lines = path_section(rows, result["path_summary"], result["path_answer"], result.get("controls_passes"))
-    write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
-    plot_path(rows, target.with_suffix(".png"), precision=rows[0]["law"]["rule"].get("precision"))
-    for r in rows:
-        law = r["law"] or {}
-        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {law.get('newton_departure_exact')}")
+    write_result(target, result, result.get("controls_passes"))
     print("answer:", result["path_answer"])
     print(f"wrote {target}")
 

@@ -36,14 +36,14 @@ import platform
 import time
 from pathlib import Path
 
-from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
+from path_results import write_result  # a sibling script: benchmarks/experiments/ is on sys.path
+
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.figures import plot_path
 from orbitlaw.study.path import _annotate, _first_seed_name, answer, configurations, replication, summary
 from orbitlaw.study.pipeline import check_same_study
 from orbitlaw.study.presets import study_config
-from orbitlaw.study.report import path_section
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STAGES = ("train", "probe", "linear", "law", "law-frozen")
@@ -221,15 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     sizes = run_sizes(args.out, args.seed, args.workers, rows_dir, args.max_rows)
     doc = result(sizes, chain, args.seed, args.out, time.time() - start)
     target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
-    write_json_atomic(target, doc)
-    if doc["path"]:
-        lines = path_section(doc["path"], doc["path_summary"], doc["path_answer"], None)
-        write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
-        # the chain's rows draw the rungs (left) and the whole rung's base width and budget (right) beside these
-        plot_path((chain["path"] if chain else []) + doc["path"], target.with_suffix(".png"),
-                  precision=doc["path"][0]["law"]["rule"]["precision"])
-    for r in doc["path"]:
-        print(f"{r['name']:28s} {str(r['verdict']):16s} departure {(r['law'] or {}).get('newton_departure_exact')}")
+    # the figure draws the chain's rows (the rungs, and the whole rung's base width and budget) beside these
+    write_result(target, doc, None, plot_rows=(chain["path"] if chain else []) + doc["path"])
     print(f"complete: {doc['complete']}; missing: {', '.join(doc['missing']) or 'none'}")
     print(f"wrote {target}")
 
