@@ -185,6 +185,26 @@ def test_a_scale_shared_by_numerator_and_denominator_is_divided_out_before_snapp
     assert law.one_scale(g[0] / (g[0] + sympy.Float(0.1))) == g[0] / (g[0] + sympy.Float(0.1))
 
 
+def test_a_constant_that_is_a_simple_fraction_to_a_doubles_precision_is_written_as_it():
+    """The noiseless II.11.27 and I.50.26 came out as their laws with float halves and thirds (``0.5*alpha*cos(2.0*
+    omega*t)``, ``1 - 0.333333333333333*alpha*n``), which sympy cannot reduce, so SRBench's criterion missed them.
+    Written exactly, they are; a constant the rows only come near (0.33332) or another (4 pi^2) stays."""
+    a, n, x1, w, t = sympy.symbols("alpha n x1 omega t")
+    third = a * n / (sympy.Float(-0.333333333333333) * a * n + 1)
+    assert law.exact_fractions(third) == a * n / (1 - a * n / 3)
+    halves = x1 * (sympy.Float(0.5) * a * sympy.cos(sympy.Float(2.0) * w * t) + sympy.Float(0.5) * a + sympy.cos(w * t))
+    exact = law.exact_fractions(halves)
+    assert law.constants(exact) == []
+    assert sympy.simplify(exact - x1 * (sympy.cos(w * t) + a * sympy.cos(w * t) ** 2)) == 0
+    near = a * n / (sympy.Float(-0.33331792568927) * a * n + 1)
+    newton = sympy.Float(4 * np.pi**2) * n / a**2
+    assert law.exact_fractions(near) == near and law.exact_fractions(newton) == newton
+    # snapping ends with it: a fit of y = x/3 at noise 0 reads x/3
+    X = np.linspace(1, 5, 50)[:, None]
+    x = placeholders(1)
+    assert law.snap_units(sympy.Float(1 / 3) * x[0], x, X, X[:, 0] / 3, "relative") == x[0] / 3
+
+
 @pytest.mark.parametrize("v, count, limit, want", [
     (1.49, 1, None, ["3/2"]), (0.35, 1, None, ["1/3"]), (-0.52, 2, None, ["-1/2", "-2/3"]),
     (4.2, 1, None, ["13/3"]),  # no clamp without a limit: a fitted a_j of 4.2 is not written 3

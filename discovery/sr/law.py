@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import sympy
@@ -309,7 +310,7 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
     ``-cos(theta)``). Only constants within ``SNAP_NEAR`` of a simple number are tried, in laws of at most
     ``SNAP_MAX_CONSTANTS`` constants. A constant the rows resolve (G = 39.48, or 1.05 measured to
     0.1%) is kept. Applied to a seed's chosen law only (it refits once per constant tried)."""
-    expr = one_scale(expr)
+    expr = one_scale(exact_fractions(expr))
     if len(constants(expr)) > SNAP_MAX_CONSTANTS:
         return expr
     err = error(y, evaluate(expr, symbols, X), metric)
@@ -333,7 +334,27 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
                     break
             if changed:
                 break
-    return expr
+    return exact_fractions(expr)  # a snap's simplification can write 1/2 of a float as 0.5
+
+
+EXACT_DENOMINATOR = 4
+EXACT_RELATIVE = 1e-12
+"""A constant within this relative distance of a fraction whose denominator is at most ``EXACT_DENOMINATOR`` (an
+integer, a half, a third or a quarter) is that fraction (:func:`exact_fractions`): it differs only in a double's last
+digits. A decimal such as 1.6 stays a decimal."""
+
+
+def exact_fractions(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with each constant that is a simple fraction to a double's precision (``EXACT_RELATIVE``) written as
+    that fraction: ``0.5*cos(2.0*t)`` is ``cos(2*t)/2``, ``1 - 0.333333333333333*x`` is ``1 - x/3``. The value does
+    not change (so nothing is refitted); the reader, and sympy's identities, see the exact law."""
+    values = {}
+    for c in constants(expr):
+        f = Fraction(float(c)).limit_denominator(EXACT_DENOMINATOR)
+        if f and abs(float(c) - f) <= EXACT_RELATIVE * abs(float(c)):
+            values[c] = sympy.Rational(f.numerator, f.denominator)
+    exact = _simplified(expr, values) if values else None
+    return expr if exact is None else exact
 
 
 def one_scale(expr: sympy.Expr) -> sympy.Expr:
