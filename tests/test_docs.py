@@ -324,21 +324,22 @@ NUMBERS = [
      "law `newtonian` in {4} of {5} seeds; {6:.2f} s CPU per fit on average, {7:.2f} s at most"),
     # the path's size rows so far
     (README_, "path_sizes_seed10.json", lambda d: (len(d["path"]), len(d["path"]) + len(d["missing"]), *[
-        f(next(r for r in d["path"] if r["name"] == f"whole-{a}-w64-x9-s10")) for a in ("softmax", "lssar")
-        for f in (lambda r: 100 * r["law"]["newton_departure_exact"], lambda r: r["law"]["verdict"])]),
-     "size rows {0} of {1} so far, [path_sizes_seed10.json](benchmarks/results/path_sizes_seed10.json): at width 64 "
-     "and 9× the budget softmax comes to {2:.1f}% from Newton, still `{3}`, and LSSAR to {4:.1f}%, `{5}`"),
+        100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w{w}-x9-s10")["law"]["newton_departure_exact"]
+        for a in ("softmax", "lssar") for w in (64, 128)], sum(r["law"]["newtonian"] for r in d["path"]) or "none"),
+     "size rows {0} of {1} so far, every first-seed row, "
+     "[path_sizes_seed10.json](benchmarks/results/path_sizes_seed10.json): at 9× the budget softmax comes to "
+     "{2:.1f}% and {3:.1f}% from Newton (widths 64 and 128) and LSSAR to {4:.1f}% and {5:.1f}%, {6} `newtonian`"),
     (RESULTS_MD, "path_sizes_seed10.json", lambda d: [
         len(d["path"]), len(d["path"]) + len(d["missing"]),
         *[100 * next(r["law"]["newton_departure_exact"] for r in d["path"] if r["name"] == n)
           for n in ("whole-softmax-w64-x0.3-s10", "whole-softmax-w128-x0.3-s10", "whole-softmax-w128-x1-s10",
-                    "whole-softmax-w64-x9-s10",
+                    "whole-softmax-w64-x9-s10", "whole-softmax-w128-x9-s10",
                     "whole-lssar-w64-x0.3-s10", "whole-lssar-w128-x0.3-s10", "whole-lssar-w128-x1-s10",
-                    "whole-lssar-w64-x9-s10")],
+                    "whole-lssar-w64-x9-s10", "whole-lssar-w128-x9-s10")],
         next(r["law"]["verdict"] for r in d["path"] if r["name"] == "whole-lssar-w64-x9-s10")],
-     "{0} of {1} rows; none `newtonian`; softmax {2:.1f}%, {3:.1f}%, {4:.1f}%, {5:.1f}% from Newton (w64 0.3×, "
-     "w128 0.3×, w128 1×, w64 9×), LSSAR {6:.1f}%, {7:.1f}%, {8:.1f}%, {9:.1f}%; every row `not-a-power-law` "
-     "(trained and frozen) but LSSAR at 9×, `{10}`"),
+     "{0} of {1} rows; none `newtonian`; softmax {2:.1f}%, {3:.1f}%, {4:.1f}%, {5:.1f}%, {6:.1f}% from Newton (w64 "
+     "0.3×, w128 0.3×, w128 1×, w64 9×, w128 9×), LSSAR {7:.1f}%, {8:.1f}%, {9:.1f}%, {10:.1f}%, {11:.1f}%; every row "
+     "`not-a-power-law` (trained and frozen) but LSSAR at width 64 and 9×, `{12}`"),
     # symbolic regression on SRBench's Feynman problems
     (RESULTS_MD, "srbench.json", lambda d: [srbench(d, n, k) for k in ("solved_expected_on_physo_equations",
                                                                        "physo_solved_expected")
