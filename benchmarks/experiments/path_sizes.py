@@ -8,7 +8,7 @@ The size rows (docs/path.md) train the ``whole`` rung at two widths and three bu
 at the largest budget (9x, 2,700 steps: 67-120 min on one core) runs again at the other two training seeds. That is
 about 19 core-hours: more than one session of two cores, and a study directory does not outlive its machine. So
 this script runs them through the same stages as ``orbitlaw run --preset path`` (the same stage keys), cheapest
-first, ``--workers`` rows side by side, and after every group writes each finished row to ``--rows`` (default
+first (at one cost, every attention at one seed before the next seed), ``--workers`` rows side by side, and after every group writes each finished row to ``--rows`` (default
 ``benchmarks/results/path_sizes_seed<S>/<row>.json``: its five stages' records, train, probe, linear, law and
 frozen law, and its run's ``config.json``; a few kB, no weights). Commit that directory as rows land. The next run,
 on any machine, puts those records back into STUDY before it starts, so the study's cache skips those rows.
@@ -132,7 +132,8 @@ def run_sizes(out: str, seed: int, workers: int, rows_dir: Path, max_rows: int |
         a time, each group saved as it finishes; stops (leaving the rest out) once ``max_rows`` rows trained."""
         back = [c for c in confs if c["name"] in restored]
         rows = run_group(back, save=False) if back else []
-        todo = sorted((c for c in confs if c["name"] not in restored), key=_cost)
+        # cheapest first; at one cost, seed by seed, so a partial run sets the attentions side by side at a seed
+        todo = sorted((c for c in confs if c["name"] not in restored), key=lambda c: (_cost(c), c["seed"]))
         while todo and left["rows"] != 0:
             size = workers if left["rows"] is None else min(workers, left["rows"])
             group, todo = todo[:size], todo[size:]
