@@ -8,9 +8,10 @@ The size rows (docs/path.md) train the ``whole`` rung at two widths and three bu
 at the largest budget (9x, 2,700 steps: 67-120 min on one core) runs again at the other two training seeds. That is
 about 19 core-hours: more than one session of two cores, and a study directory does not outlive its machine. So
 this script runs them through the same stages as ``orbitlaw run --preset path`` (the same stage keys), cheapest
-first (at one cost, every attention at one seed before the next seed), ``--workers`` rows side by side, and after every group writes each finished row to ``--rows`` (default
-``benchmarks/results/path_sizes_seed<S>/<row>.json``: its five stages' records, train, probe, linear, law and
-frozen law, and its run's ``config.json``; a few kB, no weights). Commit that directory as rows land. The next run,
+first (at one cost, every attention at one seed before the next seed), ``--workers`` rows side by side, and after
+every group writes each finished row to ``--rows`` (default ``benchmarks/results/path_sizes_seed<S>/<row>.json``:
+its five stages' records, train, probe, linear, law and frozen law, and its run's ``config.json``; a few kB, no
+weights). Commit that directory as rows land. The next run,
 on any machine, puts those records back into STUDY before it starts, so the study's cache skips those rows.
 
 A record holds the stage key, which includes the toolkit's source digest and dependency versions, so a row comes
