@@ -177,9 +177,17 @@ def test_the_answer_applies_the_reading_rules():
 def test_exact_laws_draw_with_their_intervals(tmp_path):
     from orbitlaw.study.figures import plot_path
 
-    rows = [{**r, "seed": r["seed"], "training_tokens": 1000 * (1 + (r["budget"] or 1)),
-             "law": {"newton_departure_exact": 1e-16, "newton_departure_exact_ci95": [2e-5, 0.004]}} for r in ROWS]
-    assert plot_path(rows, tmp_path / "path.png", 0.01).stat().st_size > 5_000
+    def drawn(rows):
+        return [{**r, "training_tokens": 1000 * (1 + (r["budget"] or 1)),
+                 "law": {"newton_departure_exact": 1e-16, "newton_departure_exact_ci95": [2e-5, 0.004]}}
+                for r in rows]
+    first = plot_path(drawn(ROWS), tmp_path / "path.png", 0.01)
+    assert first.stat().st_size > 5_000
+    # a size row at another training seed is drawn too (an open marker beside its first seed's line)
+    again = {**drawn([_r("whole-softmax-w64-x9-s1", "whole", 5, "softmax", False, seed=1, budget=9)])[0],
+             "law": {"newton_departure_exact": 0.25, "newton_departure_exact_ci95": [0.2, 0.3]}}
+    more = plot_path(drawn(ROWS) + [again], tmp_path / "more.png", 0.01)
+    assert more.read_bytes() != first.read_bytes()
 
 
 @pytest.mark.parametrize("exponents, target, expected", [
@@ -331,6 +339,12 @@ def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypa
     assert isinstance(done["path_answer"]["lssar"]["restored"], bool)
     assert sorted(p.name for p in rows_dir.iterdir()) == [f"{n}.json" for n in names]
     assert (final.with_suffix(".png")).stat().st_size > 5_000 and "## The path" in final.with_suffix(".md").read_text()
+    # the figure alone, drawn again from the result (no study, nothing trained)
+    final.with_suffix(".png").unlink()
+    sizes.main(["--figure-only", "--result", str(final), "--chain", "none"])
+    assert final.with_suffix(".png").stat().st_size > 5_000
+    with pytest.raises(SystemExit):  # without --figure-only, the study directory is needed
+        sizes.main(["--result", str(final), "--chain", "none"])
     # a row made by other code or other dependency versions is refused, not mixed in (nor trained again)
     row_file = rows_dir / f"{names[0]}.json"
     original = row_file.read_text()

@@ -25,6 +25,8 @@ size rows, their summary, and the reading rules' answer (:func:`orbitlaw.study.p
 (``--chain``, default ``path_chain_seed<S>.json``; ``none``: the size rows alone) and these. ``complete`` says
 whether every size row and every replication row has run; until then ``restored`` is null and ``missing`` names the
 rows still to run.
+``--figure-only`` draws the figure again from ``--result`` and ``--chain`` as they are, with this checkout's
+plotting code (the rows themselves come from the worktree of the commit that made them).
 Nothing in the rows' settings, the rule or the data differs from the preset's.
 """
 
@@ -42,6 +44,7 @@ from path_results import write_result  # a sibling script: benchmarks/experiment
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
+from orbitlaw.study.figures import plot_path
 from orbitlaw.study.path import _annotate, _first_seed_name, answer, configurations, replication, summary
 from orbitlaw.study.pipeline import check_same_study
 from orbitlaw.study.presets import study_config
@@ -201,7 +204,7 @@ def result(sizes: dict, chain: dict | None, seed: int, out: str, seconds: float)
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="the study directory (shared with orbitlaw run --preset path)")
+    parser.add_argument("--out", help="the study directory (shared with orbitlaw run --preset path)")
     parser.add_argument("--seed", type=int, default=10, help="the study's seed offset (docs/path.md: 10)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-rows", type=int, help="stop after this many rows have trained in this run")
@@ -209,7 +212,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chain", help="the chain's result (default benchmarks/results/path_chain_seed<S>.json; "
                         "none: answer on the size rows alone)")
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_sizes_seed<S>.json)")
+    parser.add_argument("--figure-only", action="store_true",
+                        help="only draw the figure again, from --result and --chain as they are (no study, no --out)")
     args = parser.parse_args(argv)
+    if not args.out and not args.figure_only:
+        parser.error("--out is required (the study directory), unless --figure-only")
     if args.max_rows is not None and args.max_rows < 0:
         parser.error(f"--max-rows must be >= 0, got {args.max_rows}")
     start = time.time()
@@ -220,9 +227,17 @@ def main(argv: list[str] | None = None) -> None:
     chain = json.loads(chain_file.read_text()) if chain_file else None
     if chain is not None:
         check_chain(chain, chain_file, args.seed)
+    target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
+    if args.figure_only:
+        if not target.is_file():
+            raise SystemExit(f"{target}: no size rows' result to draw")
+        rows = json.loads(target.read_text())["path"]
+        figure = plot_path((chain["path"] if chain else []) + rows, target.with_suffix(".png"),
+                           precision=rows[0]["law"]["rule"].get("precision"))
+        print(f"wrote {figure}")
+        return
     sizes = run_sizes(args.out, args.seed, args.workers, rows_dir, args.max_rows)
     doc = result(sizes, chain, args.seed, args.out, time.time() - start)
-    target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
     # the figure draws the chain's rows (the rungs, and the whole rung's base width and budget) beside these
     write_result(target, doc, None, plot_rows=(chain["path"] if chain else []) + doc["path"])
     print(f"complete: {doc['complete']}; missing: {', '.join(doc['missing']) or 'none'}")

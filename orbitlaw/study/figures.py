@@ -241,7 +241,8 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
     """The path (``orbitlaw.study.path``): the exact law's departure from Newton (% RMS of ln, with its 95%
     interval over systems) along the rungs, one line per attention through the first seed's rows (the other
     seeds' as open markers); and at the last rung against the training tokens, one line per attention and
-    width. ``precision``: the verdict rule's precision, drawn as a dashed line."""
+    width through the first seed's rows (the other seeds' as open markers, circles at the smallest width and
+    squares at the others). ``precision``: the verdict rule's precision, drawn as a dashed line."""
     if not rows:
         raise ValueError("no path rows to draw")
     rungs = sorted({(r["rung_index"], r["rung"]) for r in rows})
@@ -264,16 +265,20 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
         if more:
             left.scatter([i + shift for i, _ in more], [v[0] for _, v in more], facecolors="none",
                          edgecolors=colours[attention])
-        last = [r for r in rows if r["attention"] == attention and r["rung"] == "whole"
-                and r["seed"] == first and _departure(r)]
+        whole = [r for r in rows if r["attention"] == attention and r["rung"] == "whole" and _departure(r)]
+        last = [r for r in whole if r["seed"] == first]
         for width in sorted({r["width"] for r in last}):
+            smallest = width == min(r["width"] for r in last)
             pts = sorted((r["training_tokens"], _departure(r)) for r in last if r["width"] == width)
             t = np.array([p[0] for p in pts], float)
             d = np.array([p[1] for p in pts])
-            right.errorbar(t, d[:, 0], yerr=_bars(d), marker="o" if width ==
-                           min(r["width"] for r in last) else "s", capsize=3, color=colours[attention],
-                           linestyle="-" if width == min(r["width"] for r in last) else "--",
+            right.errorbar(t, d[:, 0], yerr=_bars(d), marker="o" if smallest else "s", capsize=3,
+                           color=colours[attention], linestyle="-" if smallest else "--",
                            label=f"{attention}, width {width}")
+            again = [r for r in whole if r["seed"] != first and r["width"] == width]
+            if again:
+                right.scatter([r["training_tokens"] for r in again], [_departure(r)[0] for r in again],
+                              marker="o" if smallest else "s", facecolors="none", edgecolors=colours[attention])
     for ax in (left, right):
         if precision:
             ax.axhline(100 * precision, color="grey", linestyle=":", label=f"rule's precision ({precision:.0%})")
