@@ -31,9 +31,15 @@ def write_result(target: Path, doc: dict, controls_passes: dict | None, plot_row
     if rows:
         lines = path_section(rows, doc["path_summary"], doc["path_answer"], controls_passes)
         write_text_atomic(target.with_suffix(".md"), "\n".join(lines) + "\n")
-        plot_path(plot_rows or rows, target.with_suffix(".png"), precision=rows[0]["law"]["rule"].get("precision"))
+        write_figure(target, rows, plot_rows)
     for r in rows:
         print(f"{r['name']:28s} {str(r['verdict']):16s} departure {(r['law'] or {}).get('newton_departure_exact')}")
+
+
+def write_figure(target: Path, rows: list[dict], plot_rows: list[dict] | None = None) -> Path:
+    """The path figure beside ``target`` (``.png``), drawn with ``plot_rows`` (default ``rows``) at the precision of
+    the rule that judged ``rows``."""
+    return plot_path(plot_rows or rows, target.with_suffix(".png"), precision=rows[0]["law"]["rule"].get("precision"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,8 +11,8 @@ this script runs them through the same stages as ``orbitlaw run --preset path`` 
 first (at one cost, every attention at one seed before the next seed), ``--workers`` rows side by side, and after
 every group writes each finished row to ``--rows`` (default ``benchmarks/results/path_sizes_seed<S>/<row>.json``:
 its five stages' records, train, probe, linear, law and frozen law, and its run's ``config.json``; a few kB, no
-weights). Commit that directory as rows land. The next run,
-on any machine, puts those records back into STUDY before it starts, so the study's cache skips those rows.
+weights). Commit that directory as rows land. The next run, on any machine, puts those records back into STUDY
+before it starts, so the study's cache skips those rows.
 
 A record holds the stage key, which includes the toolkit's source digest and dependency versions, so a row comes
 back only for the same code: a row file made by another source is refused with the commit that made it (run from
@@ -39,12 +39,11 @@ import platform
 import time
 from pathlib import Path
 
-from path_results import write_result  # a sibling script: benchmarks/experiments/ is on sys.path
+from path_results import write_figure, write_result  # a sibling script: benchmarks/experiments/ is on sys.path
 
 from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.figures import plot_path
 from orbitlaw.study.path import _annotate, _first_seed_name, answer, configurations, replication, summary
 from orbitlaw.study.pipeline import check_same_study
 from orbitlaw.study.presets import study_config
@@ -227,19 +226,18 @@ def main(argv: list[str] | None = None) -> None:
     chain = json.loads(chain_file.read_text()) if chain_file else None
     if chain is not None:
         check_chain(chain, chain_file, args.seed)
+    # the figure draws the chain's rows (the rungs, and the whole rung's base width and budget) beside these
+    chain_rows = chain["path"] if chain else []
     target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
     if args.figure_only:
         if not target.is_file():
             raise SystemExit(f"{target}: no size rows' result to draw")
         rows = json.loads(target.read_text())["path"]
-        figure = plot_path((chain["path"] if chain else []) + rows, target.with_suffix(".png"),
-                           precision=rows[0]["law"]["rule"].get("precision"))
-        print(f"wrote {figure}")
+        print(f"wrote {write_figure(target, rows, chain_rows + rows)}")
         return
     sizes = run_sizes(args.out, args.seed, args.workers, rows_dir, args.max_rows)
     doc = result(sizes, chain, args.seed, args.out, time.time() - start)
-    # the figure draws the chain's rows (the rungs, and the whole rung's base width and budget) beside these
-    write_result(target, doc, None, plot_rows=(chain["path"] if chain else []) + doc["path"])
+    write_result(target, doc, None, plot_rows=chain_rows + doc["path"])
     print(f"complete: {doc['complete']}; missing: {', '.join(doc['missing']) or 'none'}")
     print(f"wrote {target}")
 

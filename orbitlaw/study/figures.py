@@ -267,8 +267,9 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
                          edgecolors=colours[attention])
         whole = [r for r in rows if r["attention"] == attention and r["rung"] == "whole" and _departure(r)]
         last = [r for r in whole if r["seed"] == first]
-        for width in sorted({r["width"] for r in last}):
-            smallest = width == min(r["width"] for r in last)
+        widths = sorted({r["width"] for r in last})
+        for width in widths:
+            smallest = width == widths[0]
             pts = sorted((r["training_tokens"], _departure(r)) for r in last if r["width"] == width)
             t = np.array([p[0] for p in pts], float)
             d = np.array([p[1] for p in pts])
