@@ -329,12 +329,17 @@ NUMBERS = [
         *[100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w64-x9-s{s}")["law"]["newton_departure_exact"]
           for a in ("softmax", "lssar") for s in (10, 11, 12)],
         *[next(s["newtonian"] for s in d["path_summary"] if (s["attention"], s["width"], s["budget"]) == (a, 64, 9))
+          for a in ("softmax", "lssar")],
+        *[100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s{s}")["law"]["newton_departure_exact"]
+          for a in ("softmax", "lssar") for s in (10, 11)],
+        *[next(s["newtonian"] for s in d["path_summary"] if (s["attention"], s["width"], s["budget"]) == (a, 128, 9))
           for a in ("softmax", "lssar")], len(d["missing"])),
      "size rows {0} of {1} so far, every first-seed row, "
      "[path_sizes_seed10.json](benchmarks/results/path_sizes_seed10.json): at 9× the budget softmax comes to "
      "{2:.1f}% and {3:.1f}% from Newton (widths 64 and 128) and LSSAR to {4:.1f}% and {5:.1f}%, {6} `newtonian`; "
      "at width 64 and 9× over seeds 10-12, softmax {7:.1f}%, {8:.1f}%, {9:.1f}% and LSSAR {10:.1f}%, {11:.1f}%, "
-     "{12:.1f}%, `newtonian` {13} and {14}; {15} replication rows still to run"),
+     "{12:.1f}%, `newtonian` {13} and {14}; at width 128 and 9× over seeds 10-11, softmax {15:.1f}%, {16:.1f}% and "
+     "LSSAR {17:.1f}%, {18:.1f}%, `newtonian` {19} and {20}; {21} replication rows still to run"),
     (RESULTS_MD, "path_sizes_seed10.json", lambda d: [
         len(d["path"]), len(d["path"]) + len(d["missing"]),
         *[100 * next(r["law"]["newton_departure_exact"] for r in d["path"] if r["name"] == n)
@@ -352,12 +357,19 @@ NUMBERS = [
                        ("lssar", lambda law: law["verdict"]))],
         *[100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w64-x9-s12")["law"]["newton_departure_exact"]
           for a in ("softmax", "lssar")],
-        "/".join(sorted({s["newtonian"] for s in d["path_summary"] if (s["width"], s["budget"]) == (64, 9)}))],
+        "/".join(sorted({s["newtonian"] for s in d["path_summary"] if (s["width"], s["budget"]) == (64, 9)})),
+        *[f(next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s11")["law"])
+          for a, f in (("softmax", lambda law: 100 * law["newton_departure_exact"]),
+                       ("softmax", lambda law: law["verdict"]),
+                       ("lssar", lambda law: 100 * law["newton_departure_exact"]),
+                       ("lssar", lambda law: law["verdict"]))],
+        "/".join(sorted({s["newtonian"] for s in d["path_summary"] if (s["width"], s["budget"]) == (128, 9)}))],
      "{0} of {1} rows; none `newtonian`; softmax {2:.1f}%, {3:.1f}%, {4:.1f}%, {5:.1f}%, {6:.1f}% from Newton (w64 "
      "0.3×, w128 0.3×, w128 1×, w64 9×, w128 9×), LSSAR {7:.1f}%, {8:.1f}%, {9:.1f}%, {10:.1f}%, {11:.1f}%; every "
      "first-seed row `not-a-power-law` (trained and frozen) but LSSAR at width 64 and 9×, `{12}` (2 of 5 seeds "
      "agree); at seed 11 (w64 9×) softmax {13:.1f}% (`{14}`, {15:.2f}·m2^{16}/r²), LSSAR {17:.1f}% (`{18}`); at seed "
-     "12 softmax {19:.1f}%, LSSAR {20:.1f}%; w64 9× `newtonian` {21} for both"),
+     "12 softmax {19:.1f}%, LSSAR {20:.1f}%; w64 9× `newtonian` {21} for both; at seed 11 (w128 9×) softmax "
+     "{22:.1f}% (`{23}`), LSSAR {24:.1f}% (`{25}`); w128 9× `newtonian` {26} for both"),
     # symbolic regression on SRBench's Feynman problems
     (RESULTS_MD, "srbench.json", lambda d: [srbench(d, n, k) for k in ("solved_expected_on_physo_equations",
                                                                        "physo_solved_expected")
