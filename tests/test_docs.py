@@ -324,22 +324,18 @@ NUMBERS = [
      "law `newtonian` in {4} of {5} seeds; {6:.2f} s CPU per fit on average, {7:.2f} s at most"),
     # the path's size rows so far
     (README_, "path_sizes_seed10.json", lambda d: (len(d["path"]), len(d["path"]) + len(d["missing"]), *[
-        100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w{w}-x9-s10")["law"]["newton_departure_exact"]
-        for a in ("softmax", "lssar") for w in (64, 128)], sum(r["law"]["newtonian"] for r in d["path"]) or "none",
-        *[100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w64-x9-s{s}")["law"]["newton_departure_exact"]
-          for a in ("softmax", "lssar") for s in (10, 11, 12)],
-        *[next(s["newtonian"] for s in d["path_summary"] if (s["attention"], s["width"], s["budget"]) == (a, 64, 9))
-          for a in ("softmax", "lssar")],
-        *[100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s{s}")["law"]["newton_departure_exact"]
-          for a in ("softmax", "lssar") for s in (10, 11)],
-        *[next(s["newtonian"] for s in d["path_summary"] if (s["attention"], s["width"], s["budget"]) == (a, 128, 9))
-          for a in ("softmax", "lssar")], len(d["missing"])),
-     "size rows {0} of {1} so far, every first-seed row, "
-     "[path_sizes_seed10.json](benchmarks/results/path_sizes_seed10.json): at 9× the budget softmax comes to "
-     "{2:.1f}% and {3:.1f}% from Newton (widths 64 and 128) and LSSAR to {4:.1f}% and {5:.1f}%, {6} `newtonian`; "
-     "at width 64 and 9× over seeds 10-12, softmax {7:.1f}%, {8:.1f}%, {9:.1f}% and LSSAR {10:.1f}%, {11:.1f}%, "
-     "{12:.1f}%, `newtonian` {13} and {14}; at width 128 and 9× over seeds 10-11, softmax {15:.1f}%, {16:.1f}% and "
-     "LSSAR {17:.1f}%, {18:.1f}%, `newtonian` {19} and {20}; {21} replication rows still to run"),
+        100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w{w}-x9-s{s}")["law"]["newton_departure_exact"]
+        for a in ("softmax", "lssar") for w in (64, 128) for s in (10, 11, 12)],
+        *[next(s["newtonian"] for s in d["path_summary"] if (s["attention"], s["width"], s["budget"]) == (a, w, 9))
+          for w in (64, 128) for a in ("softmax", "lssar")]),
+     "size rows {0} of {1}, every row, "
+     "[path_sizes_seed10.json](benchmarks/results/path_sizes_seed10.json): at 9× the budget over seeds 10-12, "
+     "softmax comes to {2:.1f}%, {3:.1f}%, {4:.1f}% from Newton at width 64 and {5:.1f}%, {6:.1f}%, {7:.1f}% at "
+     "width 128, LSSAR to {8:.1f}%, {9:.1f}%, {10:.1f}% and {11:.1f}%, {12:.1f}%, {13:.1f}%; `newtonian` {14} and "
+     "{15} at width 64, {16} and {17} at width 128)"),
+    (README_, "path_sizes_seed10.json", lambda d: [str(d["path_answer"][a]["restored"]).lower()
+                                                   for a in ("softmax", "lssar")],
+     "neither 30× the budget nor width 128 restores it (`restored`: {0} for softmax, {1} for LSSAR)"),
     (RESULTS_MD, "path_sizes_seed10.json", lambda d: [
         len(d["path"]), len(d["path"]) + len(d["missing"]),
         *[100 * next(r["law"]["newton_departure_exact"] for r in d["path"] if r["name"] == n)
@@ -363,13 +359,21 @@ NUMBERS = [
                        ("softmax", lambda law: law["verdict"]),
                        ("lssar", lambda law: 100 * law["newton_departure_exact"]),
                        ("lssar", lambda law: law["verdict"]))],
-        "/".join(sorted({s["newtonian"] for s in d["path_summary"] if (s["width"], s["budget"]) == (128, 9)}))],
+        *[f(next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s12")["law"])
+          for a, f in (("softmax", lambda law: 100 * law["newton_departure_exact"]),
+                       ("softmax", lambda law: law["verdict"]),
+                       ("lssar", lambda law: 100 * law["newton_departure_exact"]),
+                       ("lssar", lambda law: law["verdict"]))],
+        *[next(s["newtonian"] for s in d["path_summary"] if (s["attention"], s["width"], s["budget"]) == (a, 128, 9))
+          for a in ("softmax", "lssar")],
+        *[str(d["path_answer"][a]["restored"]).lower() for a in ("softmax", "lssar")]],
      "{0} of {1} rows; none `newtonian`; softmax {2:.1f}%, {3:.1f}%, {4:.1f}%, {5:.1f}%, {6:.1f}% from Newton (w64 "
      "0.3×, w128 0.3×, w128 1×, w64 9×, w128 9×), LSSAR {7:.1f}%, {8:.1f}%, {9:.1f}%, {10:.1f}%, {11:.1f}%; every "
      "first-seed row `not-a-power-law` (trained and frozen) but LSSAR at width 64 and 9×, `{12}` (2 of 5 seeds "
      "agree); at seed 11 (w64 9×) softmax {13:.1f}% (`{14}`, {15:.2f}·m2^{16}/r²), LSSAR {17:.1f}% (`{18}`); at seed "
      "12 softmax {19:.1f}%, LSSAR {20:.1f}%; w64 9× `newtonian` {21} for both; at seed 11 (w128 9×) softmax "
-     "{22:.1f}% (`{23}`), LSSAR {24:.1f}% (`{25}`); w128 9× `newtonian` {26} for both"),
+     "{22:.1f}% (`{23}`), LSSAR {24:.1f}% (`{25}`); at seed 12 (w128 9×) softmax {26:.1f}% (`{27}`), LSSAR "
+     "{28:.1f}% (`{29}`); w128 9× `newtonian` {30} and {31}; `restored` {32} and {33}"),
     # symbolic regression on SRBench's Feynman problems
     (RESULTS_MD, "srbench.json", lambda d: [srbench(d, n, k) for k in ("solved_expected_on_physo_equations",
                                                                        "physo_solved_expected")
@@ -487,7 +491,7 @@ NUMBERS = [
                          (RESULTS_MD, "controls' pass rule **{0}** (positive {1})"))],
     *[(page, PATH, path_newtonian("whole"), "Over 3 seeds `whole` is `newtonian` in {}, {}, {}")
       for page in (README_, RESULTS_MD)],
-    (README_, PATH, path_newtonian("tokens"), "at the same budget in {}, {}, {} |"),
+    (README_, PATH, path_newtonian("tokens"), "at the same budget in {}, {}, {}; neither"),
     (RESULTS_MD, PATH, path_newtonian("tokens"), "the anchor in {}, {}, {} |"),
     *[(PATH_MD, PATH, path_replicated(rung), f"| {label} |" + " {} ({:.2f}%, {:.2f}%, {:.2f}%) |" * 3)
       for rung, label in (("whole", "5 `whole`"), ("tokens", "`tokens` (anchor)"))],
