@@ -354,12 +354,7 @@ NUMBERS = [
         *[100 * next(r for r in d["path"] if r["name"] == f"whole-{a}-w64-x9-s12")["law"]["newton_departure_exact"]
           for a in ("softmax", "lssar")],
         "/".join(sorted({s["newtonian"] for s in d["path_summary"] if (s["width"], s["budget"]) == (64, 9)})),
-        *[f(next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s11")["law"])
-          for a, f in (("softmax", lambda law: 100 * law["newton_departure_exact"]),
-                       ("softmax", lambda law: law["verdict"]),
-                       ("lssar", lambda law: 100 * law["newton_departure_exact"]),
-                       ("lssar", lambda law: law["verdict"]))],
-        *[f(next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s12")["law"])
+        *[f(next(r for r in d["path"] if r["name"] == f"whole-{a}-w128-x9-s{s}")["law"]) for s in (11, 12)
           for a, f in (("softmax", lambda law: 100 * law["newton_departure_exact"]),
                        ("softmax", lambda law: law["verdict"]),
                        ("lssar", lambda law: 100 * law["newton_departure_exact"]),
