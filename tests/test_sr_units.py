@@ -16,7 +16,7 @@ import pytest
 import sympy
 
 from orbitlaw.cli import main
-from orbitlaw.discovery.sr import binomial, law, logarithm, powerlaw, seed_fit, symbolic, units
+from orbitlaw.discovery.sr import binomial, exponential, law, logarithm, powerlaw, seed_fit, symbolic, units
 from orbitlaw.discovery.sr.backends import placeholders
 from orbitlaw.discovery.sr.law import evaluate
 from orbitlaw.discovery.sr.symbolic import discover_law
@@ -109,6 +109,37 @@ def test_the_binomial_screen_needs_positive_values():
     assert binomial.screen_candidates(Z, y, x)  # the control: the same rows, positive, give candidates
     assert binomial.screen_candidates(Z, np.where(np.arange(200) < 120, -y, y), x) == []
     assert binomial.screen_candidates(-Z, y, x) == []
+
+
+@pytest.mark.parametrize("truth, exact", [
+    (lambda z: np.exp(-z[:, 0] ** 2 / 2) / np.sqrt(2 * np.pi), "0.398942280401433*exp(-x0**2/2)"),  # I.6.2a's Gaussian
+    (lambda z: np.exp(-(z[:, 0] / z[:, 1]) ** 2 / 2) / z[:, 1], "exp(-x0**2/(2*x1**2))/x1"),  # I.6.2's, of two groups
+    (lambda z: 3 * np.exp(-1 / z[:, 1]), "3*exp(-1/x1)"),  # a Boltzmann factor of kT / E
+])
+def test_the_exponential_screen_states_exponential_laws(truth, exact):
+    """1% noise: the exact law, its rate a simple number, is among the candidates."""
+    rng = np.random.default_rng(5)
+    Z = np.column_stack([rng.uniform(1, 3, 600), rng.uniform(1, 3, 600)])
+    y = truth(Z) * (1 + 0.01 * rng.standard_normal(600))
+    x = placeholders(2)
+    want = sympy.sympify(exact, locals={"x0": x[0], "x1": x[1]})
+    found = exponential.screen_candidates(Z, y, x)
+
+    def same(e):  # the exact form, its constant factor within 1%
+        ratio = sympy.simplify(e / want)
+        return ratio.is_number and abs(float(ratio) - 1) < 0.01
+    assert any(same(e) for e in found), found
+
+
+def test_the_exponential_screen_proposes_only_simple_rates_and_needs_positive_values():
+    """A law whose best exponential has a rate far from any simple number (exp(-0.77 x)) gives no candidate: such an
+    exponential would take smooth laws of other forms; a simple rate (the control, exp(-x)) gives one."""
+    x = placeholders(1)
+    Z = np.linspace(1.0, 3.0, 200)[:, None]
+    assert exponential.screen_candidates(Z, np.exp(-Z[:, 0]), x)  # the control
+    assert exponential.screen_candidates(Z, np.exp(-0.77 * Z[:, 0]), x) == []
+    assert exponential.screen_candidates(Z, np.where(np.arange(200) < 120, -1.0, 1.0) * np.exp(-Z[:, 0]), x) == []
+    assert exponential.screen_candidates(-Z, np.exp(-Z[:, 0]), x) == []
 
 
 @pytest.mark.parametrize("truth, exact", [

@@ -17,10 +17,11 @@ dimensionless groups of a dimensional analysis (:mod:`orbitlaw.discovery.sr.unit
 the forms physical, on the rows where the target is positive (SRBench's additive noise makes a small target
 negative in some rows; the polish refits the constants on every row).
 
-Exponential, Bose ``(exp(b u) - 1) ** p`` and Fermi ``(exp(b u) + 1) ** p`` families were tried beside it and
-left out: on the 18 Feynman equations most affected at 1% noise they solved 6.5 against the binomial's 7.0
-(an exponential of a narrow range fits as well as the exact binomial, and wins on size) and gained none of the
-Planck or Boltzmann laws they were for (docs/benchmarks.md).
+Exponential, Bose ``(exp(b u) - 1) ** p`` and Fermi ``(exp(b u) + 1) ** p`` families with a free rate b were tried
+beside it and left out: on the 18 Feynman equations most affected at 1% noise they solved 6.5 against the binomial's
+7.0 (an exponential of a narrow range fits as well as the exact binomial, and wins on size) and gained none of the
+Planck or Boltzmann laws they were for (docs/benchmarks.md). An exponential whose rate is a simple number is
+:mod:`orbitlaw.discovery.sr.exponential`'s screen.
 """
 
 from __future__ import annotations

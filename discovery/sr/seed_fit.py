@@ -11,7 +11,7 @@ import time
 import numpy as np
 import sympy
 
-from orbitlaw.discovery.sr import binomial, logarithm, outliers, powerlaw
+from orbitlaw.discovery.sr import binomial, exponential, logarithm, outliers, powerlaw
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import SearchSettings, placeholders, prepare, search
@@ -88,7 +88,8 @@ def candidates(X: np.ndarray, y: np.ndarray, seed: int, backend: str, restarts: 
     """The raw candidates of one seed over the placeholders of X's columns: the power-law screen's, ``restarts``
     searches of the departure from its best power law (or of the target when that is not positive), and
     :data:`PLAIN_SEARCHES` of the raw target (with ``forms``, the power-law screen runs on the rows where y > 0, and
-    the binomial screen, :mod:`orbitlaw.discovery.sr.binomial`, on those rows too, and the logarithmic one,
+    the binomial and exponential screens, :mod:`orbitlaw.discovery.sr.binomial` and
+    :mod:`orbitlaw.discovery.sr.exponential`, on those rows too, and the logarithmic one,
     :mod:`orbitlaw.discovery.sr.logarithm`, on every row); and which rows the searches used (not gross errors).
     X (rows, k) with k = 0 (a dimensional analysis left no group): the best constant alone."""
     if X.shape[1] == 0:
@@ -98,7 +99,8 @@ def candidates(X: np.ndarray, y: np.ndarray, seed: int, backend: str, restarts: 
         positive = binomial.positive_rows(y)
         found = (powerlaw.screen_candidates(X[positive], y[positive], symbols)
                  if positive.mean() >= binomial.MIN_POSITIVE else [])
-        found += binomial.screen_candidates(X, y, symbols) + logarithm.screen_candidates(X, y, symbols)
+        found += (binomial.screen_candidates(X, y, symbols) + logarithm.screen_candidates(X, y, symbols)
+                  + exponential.screen_candidates(X, y, symbols))
     else:
         found = powerlaw.screen_candidates(X, y, symbols)  # integer, fractional and real exponents
     base = powerlaw.screen(X, y, symbols)
