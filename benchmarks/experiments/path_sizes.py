@@ -26,7 +26,9 @@ size rows, their summary, and the reading rules' answer (:func:`orbitlaw.study.p
 whether every size row and every replication row has run; until then ``restored`` is null and ``missing`` names the
 rows still to run.
 ``--figure-only`` draws the figure again from ``--result`` and ``--chain`` as they are, with this checkout's
-plotting code (the rows themselves come from the worktree of the commit that made them).
+plotting code (the rows themselves come from the worktree of the commit that made them). ``--answer-only`` computes
+the answer again over them with this checkout's :func:`orbitlaw.study.path.answer` and rewrites the result (JSON,
+``.md`` and figure; ``answer_code_version`` says which code answered); nothing is trained, probed or searched.
 Nothing in the rows' settings, the rule or the data differs from the preset's.
 """
 
@@ -213,9 +215,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_sizes_seed<S>.json)")
     parser.add_argument("--figure-only", action="store_true",
                         help="only draw the figure again, from --result and --chain as they are (no study, no --out)")
+    parser.add_argument("--answer-only", action="store_true",
+                        help="only compute the answer again over --result's and --chain's rows with this checkout's "
+                             "rules (no study, no --out)")
     args = parser.parse_args(argv)
-    if not args.out and not args.figure_only:
-        parser.error("--out is required (the study directory), unless --figure-only")
+    if not args.out and not (args.figure_only or args.answer_only):
+        parser.error("--out is required (the study directory), unless --figure-only or --answer-only")
     if args.max_rows is not None and args.max_rows < 0:
         parser.error(f"--max-rows must be >= 0, got {args.max_rows}")
     start = time.time()
@@ -229,11 +234,21 @@ def main(argv: list[str] | None = None) -> None:
     # the figure draws the chain's rows (the rungs, and the whole rung's base width and budget) beside these
     chain_rows = chain["path"] if chain else []
     target = Path(args.result or RESULTS / f"path_sizes_seed{args.seed}.json")
-    if args.figure_only:
+    if args.figure_only or args.answer_only:
         if not target.is_file():
-            raise SystemExit(f"{target}: no size rows' result to draw")
-        rows = json.loads(target.read_text())["path"]
-        print(f"wrote {write_figure(target, rows, chain_rows + rows)}")
+            raise SystemExit(f"{target}: no size rows' result to read")
+        doc = json.loads(target.read_text())
+        rows = doc["path"]
+        if args.figure_only:
+            print(f"wrote {write_figure(target, rows, chain_rows + rows)}")
+            return
+        doc["path_answer"] = answer(chain_rows + rows, doc["config"]["path"]) if chain_rows + rows else {}
+        if not doc["complete"]:
+            for attention in doc["path_answer"].values():
+                attention["restored"] = None  # as result() writes it: not every largest-budget row has run
+        doc["answer_code_version"] = code_version()
+        write_result(target, doc, None, plot_rows=chain_rows + rows)
+        print(f"wrote {target}")
         return
     sizes = run_sizes(args.out, args.seed, args.workers, rows_dir, args.max_rows)
     doc = result(sizes, chain, args.seed, args.out, time.time() - start)

@@ -207,8 +207,9 @@ def answer(rows: list[dict], path: dict) -> dict:
     newtonian in at least half its seeds, ``start_newtonian`` k/n: else there is no law to lose); ``lost_at`` (the first
     rung newtonian in fewer than half its seeds after one newtonian in at least half; None if never), with the
     k/n of both; ``restored`` (a row at the largest budget newtonian in at least 2 of 3 seeds; None, not measured,
-    without size rows); and, per attention other than softmax, ``differs_from_softmax`` (another ``lost_at``, or at
-    some rung first-seed departure intervals that do not overlap)."""
+    where the attention has no size row at the largest budget); and, per attention other than softmax,
+    ``differs_from_softmax`` (another ``lost_at``, or at some rung first-seed departure intervals that do not
+    overlap)."""
     first = min(r["seed"] for r in rows)
     out = {}
     for attention in path["attentions"]:
@@ -233,8 +234,8 @@ def answer(rows: list[dict], path: dict) -> dict:
         out[attention] = {"start_newtonian": "{}/{}".format(*start), "held_at_start": 2 * start[0] >= start[1] > 0,
                           "lost_at": lost,
                           "largest_budget_newtonian": {f"w{w}": f"{k}/{n}" for w, (k, n) in shares.items()}
-                          if budgets else None,
-                          "restored": any(3 * k >= 2 * n and n >= 3 for k, n in shares.values()) if budgets else None}
+                          if shares else None,
+                          "restored": any(3 * k >= 2 * n and n >= 3 for k, n in shares.values()) if shares else None}
     if "softmax" in out:
         soft = {r["rung"]: r for r in rows if r["attention"] == "softmax" and r["seed"] == first and not r["width_row"]}
         for attention in out:
