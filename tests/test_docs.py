@@ -7,6 +7,7 @@ that returns the value(s), and the text the page must contain with the value(s) 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import statistics
@@ -173,6 +174,19 @@ def srbench(doc: dict, noise: str, key: str):
     """One number of srbench.json's summary at a noise level; counts to one decimal, as the pages write them."""
     value = doc["summary"][noise][key]
     return f"{value:.1f}" if isinstance(value, float) and key.startswith(("solved", "physo_solved")) else value
+
+
+def srbench_pairs(doc: dict) -> list[str]:
+    """Expected solved on PhySO's equations at 1% noise per pair of seeds (seeds 2k, 2k + 1) of a srbench result,
+    to one decimal, in seed order."""
+    spec = importlib.util.spec_from_file_location("feynman_equations", ROOT / "benchmarks" / "feynman_equations.py")
+    table = importlib.util.module_from_spec(spec)  # benchmarks/ holds scripts, not a package
+    spec.loader.exec_module(table)
+    by_pair: dict[int, dict[str, list[bool]]] = {}
+    for cell in doc["cells"].values():
+        if cell["noise"] == 0.01 and cell["equation"] in table.PHYSO_RATES:
+            by_pair.setdefault(cell["seed"] // 2, {}).setdefault(cell["equation"], []).append(cell["solved"])
+    return [f"{sum(sum(v) / len(v) for v in eqs.values()):.1f}" for _, eqs in sorted(by_pair.items())]
 
 
 def path_cell(rung: str, attention: str):
@@ -384,8 +398,9 @@ NUMBERS = [
     (README_, "srbench.json", lambda d: srbench(d, "0.01", "solved_expected"), "{} of 97 equations at 1% noise"),
     (README_, "srbench.json", lambda d: srbench(d, "0.01", "physo_solved_expected"), "against {} for PhySO's"),
     (README_, "srbench_units.json", lambda d: [srbench(d, n, "solved_expected_on_physo_equations")
-                                               for n in ("0.01", "0.001", "0.0")],
-     "(`--units`): {0} of 97 at 1% (target missed), {1} at 0.1% and {2} at 0"),
+                                               for n in ("0.01", "0.001", "0.0")]
+     + ["met" if srbench(d, "0.01", "at_least_physo") else "missed"],
+     "(`--units`): {0} of 97 at 1% (target {3}), {1} at 0.1% and {2} at 0"),
     (README_, "srbench_units.json", lambda d: d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"],
      "and Kepler's third law {}"),
     (RESULTS_MD, "srbench_units.json", lambda d: [srbench(d, n, "solved_expected_on_physo_equations")
@@ -402,10 +417,6 @@ NUMBERS = [
                                                               else "met",
                                                               d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"]),
      "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}"),
-    # "(missed)" after the second pair speaks for both: the first pair's count is quoted bare only when missed
-    (README_, "srbench_units_replication.json", lambda d: str(srbench(d, "0.01", "solved_expected_on_physo_equations"))
-     + ("" if not srbench(d, "0.01", "at_least_physo") else " (met)"),
-     "on three pairs of seeds unused in design, {0},"),
     (BENCH_MD, "srbench_units_replication.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
                                                             srbench(d, "0.01", "physo_solved_expected")),
      "**{0}** of 97 solved (expected over seeds 2 and 3) against PhySO's **{1}**"),
@@ -414,12 +425,31 @@ NUMBERS = [
         "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
         d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"], srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
      "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}; {4:.2f} s CPU"),
-    (README_, "srbench_units_replication2.json", lambda d: str(srbench(d, "0.01", "solved_expected_on_physo_equations"))
-     + ("" if not srbench(d, "0.01", "at_least_physo") else " (met)"), ", {0} and "),
-    (README_, "srbench_units_replication3.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
+    (README_, "srbench_units_replication4.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
                                                             "missed" if not srbench(d, "0.01", "at_least_physo")
                                                             else "met"),
-     "and {0} at 1% ({1})"),
+     "on seeds 8 and 9, unused in design, {0} at 1% ({1})"),
+    (README_, "srbench_units_heldout_seeds2to7.json", srbench_pairs,
+     "and {0}, {1} and {2} on the earlier held-out pairs at the same code"),
+    (RESULTS_MD, "srbench_units_replication4.json", lambda d: (
+        srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
+        "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
+        d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"], srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
+     "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}; {4:.2f} s CPU"),
+    (RESULTS_MD, "srbench_units_heldout_seeds2to7.json", lambda d: (
+        *srbench_pairs(d), srbench(d, "0.01", "physo_solved_expected"),
+        srbench(d, "0.01", "solved_expected_on_physo_equations"),
+        d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"]),
+     "{0}, {1} and {2} of PhySO's 97 on seeds 2-3, 4-5 and 6-7 against its {3}; {4} over the six seeds; Kepler's "
+     "third law {5}"),
+    (BENCH_MD, "srbench_units_replication4.json", lambda d: (
+        srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
+        "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
+        srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
+     "**{0}** of 97 solved (expected over seeds 8 and 9)\nagainst PhySO's **{1}**: **the target is {2}**, by 1.2 "
+     "equations, on seeds no design step saw. The CPU part holds:\n{3:.2f} s per fit (mean; max {4:.2f} s)"),
+    (BENCH_MD, "srbench_units_heldout_seeds2to7.json", srbench_pairs,
+     "| orbitlaw `--units` | {0} (63.5) | {1} (64.0) | {2} (64.5) | 67.0 |"),
     (RESULTS_MD, "srbench_units_replication3.json", lambda d: (
         srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
         "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
