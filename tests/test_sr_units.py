@@ -267,6 +267,23 @@ def test_discover_with_units_states_keplers_third_law(tmp_path, capsys):
     assert law["settings"]["dimensional_analysis"] == {"prefactor": "a**(3/2)/sqrt(M)", "groups": ["m/M"]}
 
 
+def test_discover_with_units_states_a_gaussian_of_two_variables():
+    """Feynman I.6.2, exp(-theta**2/(2 sigma**2)) / (sqrt(2 pi) sigma) on theta, sigma in [1, 3] (dimensionless), 1%
+    noise: the exponential screen on the groups states it (before the screen a sum of sines that fits as well came
+    back on every seed of the benchmark)."""
+    rng = np.random.default_rng(2)
+    theta, sigma = rng.uniform(1, 3, 2000), rng.uniform(1, 3, 2000)
+    f = np.exp(-(theta / sigma) ** 2 / 2) / (np.sqrt(2 * np.pi) * sigma)
+    f = f + rng.normal(0, 0.01 * np.sqrt(np.mean(f**2)), f.size)
+    law = discover_law({"theta": theta, "sigma": sigma, "f": f},
+                       symbolic.DiscoverConfig("f", features=["theta", "sigma"], seeds=1,
+                                               units={"theta": "1", "sigma": "1", "f": "1"}))
+    t, s = sympy.symbols("theta sigma", positive=True)
+    truth = sympy.exp(-t**2 / (2 * s**2)) / (sympy.sqrt(2 * sympy.pi) * s)
+    ratio = sympy.simplify(sympy.sympify(law["expression"], locals={"theta": t, "sigma": s}) / truth)
+    assert ratio.is_number and abs(float(ratio) - 1) < 0.01, law["expression"]
+
+
 def test_units_change_the_resume_key_and_settle_negative_and_constant_laws():
     """A binding energy -m/n^2 (negative on every row) comes back with its sign; a law with no group left (y = 2 x,
     both lengths) is its prefactor times the best constant; and a run with units never resumes seeds of one
