@@ -347,6 +347,15 @@ def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypa
     assert final.with_suffix(".png").stat().st_size > 5_000
     with pytest.raises(SystemExit):  # without --figure-only, the study directory is needed
         sizes.main(["--result", str(final), "--chain", "none"])
+    # the answer alone, computed again over the result's rows by this checkout (nothing trained)
+    stale = json.loads(final.read_text())
+    final.write_text(json.dumps(stale | {"path_answer": {}}))
+    sizes.main(["--answer-only", "--result", str(final), "--chain", "none"])
+    again = json.loads(final.read_text())
+    assert again["path_answer"] == stale["path_answer"] and again["answer_code_version"]
+    final.write_text(json.dumps(again | {"chain": {"rows": 49, "code_version": "0.1.0+gabc"}}))
+    with pytest.raises(SystemExit, match="answered over a chain of 49 rows at 0.1.0.gabc, not none"):
+        sizes.main(["--answer-only", "--result", str(final), "--chain", "none"])  # not the chain it was made with
     # a row made by other code or other dependency versions is refused, not mixed in (nor trained again)
     row_file = rows_dir / f"{names[0]}.json"
     original = row_file.read_text()

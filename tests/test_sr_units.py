@@ -132,12 +132,15 @@ def test_the_exponential_screen_states_exponential_laws(truth, exact):
 
 
 def test_the_exponential_screen_proposes_only_simple_rates_and_needs_positive_values():
-    """A law whose best exponential has a rate far from any simple number (exp(-0.77 x)) gives no candidate: such an
-    exponential would take smooth laws of other forms; a simple rate (the control, exp(-x)) gives one."""
+    """A law whose best exponential has a rate far from any simple number (exp(-0.77 x)), or beyond MAX_RATE, gives no
+    candidate: such an exponential would take smooth laws of other forms; a simple rate (the control, exp(-x)) gives
+    one."""
     x = placeholders(1)
     Z = np.linspace(1.0, 3.0, 200)[:, None]
     assert exponential.screen_candidates(Z, np.exp(-Z[:, 0]), x)  # the control
     assert exponential.screen_candidates(Z, np.exp(-0.77 * Z[:, 0]), x) == []
+    assert exponential.screen_candidates(Z, np.exp(-3 * Z[:, 0]), x)  # the largest simple rate, MAX_RATE
+    assert exponential.screen_candidates(Z, np.exp(-3.6 * Z[:, 0]), x) == []  # within 5% of 11/3, but beyond it
     assert exponential.screen_candidates(Z, np.where(np.arange(200) < 120, -1.0, 1.0) * np.exp(-Z[:, 0]), x) == []
     assert exponential.screen_candidates(-Z, np.exp(-Z[:, 0]), x) == []
 

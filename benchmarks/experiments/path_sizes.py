@@ -213,11 +213,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chain", help="the chain's result (default benchmarks/results/path_chain_seed<S>.json; "
                         "none: answer on the size rows alone)")
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_sizes_seed<S>.json)")
-    parser.add_argument("--figure-only", action="store_true",
-                        help="only draw the figure again, from --result and --chain as they are (no study, no --out)")
-    parser.add_argument("--answer-only", action="store_true",
-                        help="only compute the answer again over --result's and --chain's rows with this checkout's "
-                             "rules (no study, no --out)")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--figure-only", action="store_true",
+                      help="only draw the figure again, from --result and --chain as they are (no study, no --out)")
+    only.add_argument("--answer-only", action="store_true",
+                      help="only compute the answer again over --result's and --chain's rows with this checkout's "
+                           "rules (no study, no --out)")
     args = parser.parse_args(argv)
     if not args.out and not (args.figure_only or args.answer_only):
         parser.error("--out is required (the study directory), unless --figure-only or --answer-only")
@@ -242,6 +243,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.figure_only:
             print(f"wrote {write_figure(target, rows, chain_rows + rows)}")
             return
+        recorded = doc.get("chain") or {}
+        if (chain is None) != (not recorded) or (chain is not None and (
+                len(chain_rows) != recorded.get("rows") or chain.get("code_version") != recorded.get("code_version"))):
+            raise SystemExit(f"{target}: answered over a chain of {recorded.get('rows', 0)} rows at "
+                             f"{recorded.get('code_version')}, not {chain_file or 'none'}: "
+                             "pass the chain it was made with")
         doc["path_answer"] = answer(chain_rows + rows, doc["config"]["path"]) if chain_rows + rows else {}
         if not doc["complete"]:
             for attention in doc["path_answer"].values():

@@ -73,6 +73,15 @@ def positive_rows(y: np.ndarray) -> np.ndarray:
     return np.isfinite(y) & (y > 0)
 
 
+def log_space_rows(Z: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """The rows (mask) a screen fits in log space, those where y > 0; None when Z (n, k) has no column, a value of Z is
+    not positive and finite, or fewer than MIN_POSITIVE of the rows have y > 0."""
+    keep = positive_rows(y)
+    if Z.shape[1] == 0 or keep.mean() < MIN_POSITIVE or not (np.all(Z > 0) and np.all(np.isfinite(Z))):
+        return None
+    return keep
+
+
 def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> list[sympy.Expr]:
     """Binomial power laws of y on Z's columns (n, k), fitted on the rows where y > 0; [] when Z has no column, a
     value of Z is not positive and finite, or fewer than MIN_POSITIVE of the rows have y > 0."""
@@ -82,8 +91,8 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
 
 
 def _screen(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> list[sympy.Expr]:
-    keep = positive_rows(y)
-    if Z.shape[1] == 0 or keep.mean() < MIN_POSITIVE or not (np.all(Z > 0) and np.all(np.isfinite(Z))):
+    keep = log_space_rows(Z, y)
+    if keep is None:
         return []
     Z, y = Z[keep], y[keep]
     logz, logy = np.log(Z), np.log(y)
@@ -125,14 +134,9 @@ def _screen(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> list[s
             score, beta = min(settings)
             found.append((score, k, beta / top))
     found.sort(key=lambda f: f[0])
-    out = {}
-    for _, k, b in found[:KEEP]:
-        for rank in range(POWERS):
-            expr = _settle(y, logz, np.asarray(k, dtype=np.float64), b, symbols, rank)
-            if expr is not None:  # as fitted, and with the constants the rows cannot tell from simple numbers snapped
-                for e in (expr, laws.snap_units(expr, symbols, Z, y, "log")):
-                    out.setdefault(sympy.srepr(e), e)
-    return list(out.values())
+    settled = [_settle(y, logz, np.asarray(k, dtype=np.float64), b, symbols, rank)
+               for _, k, b in found[:KEEP] for rank in range(POWERS)]
+    return laws.proposals([e for e in settled if e is not None], symbols, Z, y, "log")
 
 
 def _settle(y, logz, k, b, symbols, rank: int) -> sympy.Expr | None:

@@ -337,6 +337,17 @@ def snap_units(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray, y: 
     return exact_fractions(expr)  # a snap's simplification can write 1/2 of a float as 0.5
 
 
+def proposals(exprs: list[sympy.Expr], symbols: list[sympy.Symbol], X: np.ndarray, y: np.ndarray,
+              metric: str) -> list[sympy.Expr]:
+    """A screen's laws as it proposes them: each as fitted and with :func:`snap_units` applied on (X, y), the distinct
+    ones (by structure) in that order."""
+    out = {}
+    for expr in exprs:
+        for e in (expr, snap_units(expr, symbols, X, y, metric)):
+            out.setdefault(sympy.srepr(e), e)
+    return list(out.values())
+
+
 EXACT_DENOMINATOR = 4
 EXACT_RELATIVE = 1e-12
 """A constant within this relative distance of a fraction whose denominator is at most ``EXACT_DENOMINATOR`` (an

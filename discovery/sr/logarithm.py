@@ -55,14 +55,12 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
             a, c, sse = fitted
             found.append((sse / scale, k, a, c))
     found.sort(key=lambda f: f[0])
-    out = {}
+    exprs = []
     for _, k, a, c in found[:KEEP]:
         if c < 0:  # C ln(u) = |C| ln(1/u)
             k, c = tuple(-e for e in k), -c
-        expr = powerlaw.expression(c, a, symbols) * sympy.log(powerlaw.monomial(k, symbols))
-        for e in (expr, laws.snap_units(expr, symbols, Z, y, "relative")):
-            out.setdefault(sympy.srepr(e), e)
-    return list(out.values())
+        exprs.append(powerlaw.expression(c, a, symbols) * sympy.log(powerlaw.monomial(k, symbols)))
+    return laws.proposals(exprs, symbols, Z, y, "relative")
 
 
 def canonical_monomials(k: int) -> list[tuple[int, ...]]:
