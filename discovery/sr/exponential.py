@@ -63,8 +63,9 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
 
 def _settle(logz: np.ndarray, logy: np.ndarray, u: np.ndarray, a_fit: np.ndarray, k: np.ndarray,
             symbols: list[sympy.Symbol]) -> sympy.Expr | None:
-    """The law at u = Z^k (u: (n,), the fitted exponents a_fit: (k,)) with simple exponents a_j and a simple rate b,
-    c refitted last (the median in log space); None where the rate, refitted with the simple a_j, is not simple."""
+    """The law at u = Z^k (u: (n,); the monomial's powers k and the fitted exponents a_fit: (d,), one per column of
+    Z) with simple exponents a_j and a simple rate b, c refitted last (the median in log space); None where the
+    rate, refitted with the simple a_j, is not simple (:data:`SIMPLE_NEAR`, :data:`MAX_RATE`)."""
     a = [powerlaw.simple_fractions(float(v))[0] for v in a_fit]
     rest = logy - logz @ np.array([float(v) for v in a])
     (_, b), *_ = np.linalg.lstsq(np.column_stack([np.ones(len(logy)), u]), rest, rcond=None)
