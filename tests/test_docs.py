@@ -189,6 +189,19 @@ def srbench_pairs(doc: dict) -> list[str]:
     return [f"{sum(sum(v) / len(v) for v in eqs.values()):.1f}" for _, eqs in sorted(by_pair.items())]
 
 
+HELDOUT_ROW = ("{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}; "
+               "{4:.2f} s CPU")
+"""The results page's row of a held-out srbench replication."""
+
+
+def srbench_heldout_row(doc: dict) -> tuple:
+    """A held-out srbench replication's numbers at 1% noise, as :data:`HELDOUT_ROW` quotes them."""
+    summary = doc["summary"]["0.01"]
+    return (srbench(doc, "0.01", "solved_expected_on_physo_equations"), srbench(doc, "0.01", "physo_solved_expected"),
+            "met" if summary["at_least_physo"] else "missed", summary["orbital_laws"]["kepler_third_law"],
+            summary["cpu_seconds_per_fit_mean"])
+
+
 def path_cell(rung: str, attention: str):
     """The path page's table cell: departure [95% interval] and verdict."""
     return lambda d: (*[100 * v for v in departure(path_row(d, rung, attention)["law"])],
@@ -420,11 +433,7 @@ NUMBERS = [
     (BENCH_MD, "srbench_units_replication.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
                                                             srbench(d, "0.01", "physo_solved_expected")),
      "**{0}** of 97 solved (expected over seeds 2 and 3) against PhySO's **{1}**"),
-    (RESULTS_MD, "srbench_units_replication2.json", lambda d: (
-        srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
-        "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
-        d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"], srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
-     "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}; {4:.2f} s CPU"),
+    (RESULTS_MD, "srbench_units_replication2.json", srbench_heldout_row, HELDOUT_ROW),
     (README_, "srbench_units_replication4.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
                                                             "missed" if not srbench(d, "0.01", "at_least_physo")
                                                             else "met"),
@@ -443,11 +452,7 @@ NUMBERS = [
         srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
      "| orbitlaw `--units` | {0} | {1} | {2} | {3} | {4} |\n\nAgainst PhySO's 65.8: three of four pairs at or above "
      "it, one 0.3 below; over the eight seeds {4}. Mean CPU\n{5:.2f} s per fit (max {6:.2f} s)"),
-    (RESULTS_MD, "srbench_units_replication4.json", lambda d: (
-        srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
-        "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
-        d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"], srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
-     "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}; {4:.2f} s CPU"),
+    (RESULTS_MD, "srbench_units_replication4.json", srbench_heldout_row, HELDOUT_ROW),
     (RESULTS_MD, "srbench_units_heldout_seeds2to7.json", lambda d: (
         *srbench_pairs(d), srbench(d, "0.01", "physo_solved_expected"),
         srbench(d, "0.01", "solved_expected_on_physo_equations"),
@@ -462,11 +467,7 @@ NUMBERS = [
      "equations, on seeds no design step saw. The CPU part holds:\n{3:.2f} s per fit (mean; max {4:.2f} s)"),
     (BENCH_MD, "srbench_units_heldout_seeds2to7.json", srbench_pairs,
      "| orbitlaw `--units` | {0} (63.5) | {1} (64.0) | {2} (64.5) | 67.0 |"),
-    (RESULTS_MD, "srbench_units_replication3.json", lambda d: (
-        srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
-        "missed" if not srbench(d, "0.01", "at_least_physo") else "met",
-        d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"], srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
-     "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}; {4:.2f} s CPU"),
+    (RESULTS_MD, "srbench_units_replication3.json", srbench_heldout_row, HELDOUT_ROW),
     (BENCH_MD, "srbench_units_replication3.json", lambda d: (
         srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
         srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
