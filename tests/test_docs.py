@@ -177,8 +177,8 @@ def srbench(doc: dict, noise: str, key: str):
 
 
 def srbench_pairs(doc: dict) -> list[str]:
-    """Expected solved on PhySO's equations at 1% noise per pair of seeds (seeds 2k, 2k + 1) of a srbench result,
-    to one decimal, in seed order."""
+    """Expected solved on PhySO's equations at 1% noise per pair of seeds (seeds 2k, 2k + 1: the pages' pairs start
+    at an even seed) of a srbench result, to one decimal, in seed order; every pair must hold both seeds' fits."""
     spec = importlib.util.spec_from_file_location("feynman_equations", ROOT / "benchmarks" / "feynman_equations.py")
     table = importlib.util.module_from_spec(spec)  # benchmarks/ holds scripts, not a package
     spec.loader.exec_module(table)
@@ -186,6 +186,7 @@ def srbench_pairs(doc: dict) -> list[str]:
     for cell in doc["cells"].values():
         if cell["noise"] == 0.01 and cell["equation"] in table.PHYSO_RATES:
             by_pair.setdefault(cell["seed"] // 2, {}).setdefault(cell["equation"], []).append(cell["solved"])
+    assert all(len(v) == 2 for eqs in by_pair.values() for v in eqs.values()), "a pair of seeds with one seed's fit"
     return [f"{sum(sum(v) / len(v) for v in eqs.values()):.1f}" for _, eqs in sorted(by_pair.items())]
 
 
