@@ -185,18 +185,23 @@ def check_chain(chain: dict, chain_file: Path, seed: int) -> None:
                          "finish it with benchmarks/experiments/path_chain.py")
 
 
+def reading(chain_rows: list[dict], rows: list[dict], path: dict, complete: bool) -> dict:
+    """The reading rules' answer over the chain's rows and the size rows; ``restored`` null until ``complete``."""
+    out = answer(chain_rows + rows, path) if chain_rows + rows else {}
+    if not complete:
+        for attention in out.values():
+            attention["restored"] = None  # not every largest-budget row has run at every seed
+    return out
+
+
 def result(sizes: dict, chain: dict | None, seed: int, out: str, seconds: float) -> dict:
     """The committed result: the size rows, their summary, and the answer over the chain's rows and these."""
     path = sizes["config"]["path"]
     chain_rows = chain["path"] if chain else []
     rows = sizes["rows"]
-    reading = answer(chain_rows + rows, path) if chain_rows + rows else {}
-    if not sizes["complete"]:
-        for attention in reading.values():
-            attention["restored"] = None  # not every largest-budget row has run at every seed
     return {"benchmark": "path_sizes", "seed": seed, "study": str(out), "complete": sizes["complete"],
             "missing": sizes["missing"], "replicated": sizes["replicated"], "path": rows,
-            "path_summary": summary(rows), "path_answer": reading,
+            "path_summary": summary(rows), "path_answer": reading(chain_rows, rows, path, sizes["complete"]),
             "chain": {"rows": len(chain_rows), "code_version": chain.get("code_version")} if chain else None,
             "config": sizes["config"], "code_version": code_version(), "dependency_versions": dependency_versions(),
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
@@ -249,10 +254,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"{target}: answered over a chain of {recorded.get('rows', 0)} rows at "
                              f"{recorded.get('code_version')}, not {chain_file or 'none'}: "
                              "pass the chain it was made with")
-        doc["path_answer"] = answer(chain_rows + rows, doc["config"]["path"]) if chain_rows + rows else {}
-        if not doc["complete"]:
-            for attention in doc["path_answer"].values():
-                attention["restored"] = None  # as result() writes it: not every largest-budget row has run
+        doc["path_answer"] = reading(chain_rows, rows, doc["config"]["path"], doc["complete"])
         doc["answer_code_version"] = code_version()
         write_result(target, doc, None, plot_rows=chain_rows + rows)
         print(f"wrote {target}")
