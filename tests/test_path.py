@@ -377,3 +377,33 @@ def test_the_size_rows_resume_from_committed_row_files_on_a_new_machine(monkeypa
     chain.write_text(json.dumps({"config": {"controls": {}}, "preset": "path-gpu", "seed": 0}))
     with pytest.raises(SystemExit, match="the chain of another study"):
         sizes.main(["--out", str(tmp_path / "third"), *common[:-1], str(chain)])
+
+
+def _d(name, rung, index, seed, d, ci, resolution=0.015, attention="softmax"):
+    return {**_r(name, rung, index, attention, False, seed=seed),
+            "law": {"newton_departure_exact": d, "newton_departure_exact_ci95": list(ci),
+                    "resolution": {"rms_ln": resolution}}}
+
+
+def test_the_path_is_read_by_distance_and_a_step_inside_the_resolution_is_not_a_loss():
+    """The issue's reading: rung 0 at 0.9%, bins-in at 1.1-1.4% (apart from rung 0, but inside its own 1.5%
+    resolution: not lost), budget at 6-10% (lost there), whole at 18-30%."""
+    rows = [_d(f"W3-s{s}", "positions", 0, s, 0.009, (0.008, 0.0095)) for s in (0, 1)]
+    rows += [_d(f"bins-in-softmax-s{s}", "bins-in", 1, s, d, (d - 0.001, d + 0.001)) for s, d in ((0, 0.011), (1, 0.013))]
+    rows += [_d(f"budget-softmax-s{s}", "budget", 4, s, d, (d - 0.01, d + 0.01)) for s, d in ((0, 0.06), (1, 0.10))]
+    rows += [_d("whole-softmax-s0", "whole", 5, 0, 0.20, (0.18, 0.22))]
+    rows += [_d("tokens", "tokens", 6, 0, 0.0, (0.0, 0.0))]
+    a = path.answer(rows, {"attentions": ["softmax"]})["softmax"]["by_distance"]
+    assert a["lost_at"]["rung"] == "budget" and a["lost_at"]["rung_before"] == "bins-in"
+    assert a["lost_at"]["envelope"] == pytest.approx([0.05, 0.11])
+    rungs = {g["rung"]: g for g in a["rungs"]}
+    assert list(rungs) == ["positions", "bins-in", "budget", "whole"] and a["anchor"]["mean"] == 0.0
+    assert rungs["positions"]["effect"] is None and rungs["bins-in"]["mean"] == pytest.approx(0.012)
+    assert rungs["bins-in"]["effect"]["change"] == pytest.approx(0.003)
+    assert rungs["bins-in"]["effect"]["ci95"] == pytest.approx([0.01 - 0.0095, 0.014 - 0.008])  # apart, yet not lost
+    # the same step with a resolution finer than bins-in's departure is a loss at bins-in
+    fine = [{**r, "law": {**r["law"], "resolution": {"rms_ln": 0.005}}} for r in rows]
+    assert path.answer(fine, {"attentions": ["softmax"]})["softmax"]["by_distance"]["lost_at"]["rung"] == "bins-in"
+    from orbitlaw.study.report import distance_lines
+    text = "\n".join(distance_lines(path.answer(rows, {"attentions": ["softmax"]})))
+    assert "| softmax | budget | 0, 1 | 8.00% | [5.00%, 11.00%] | 1.5% |" in text and "tokens (anchor)" in text

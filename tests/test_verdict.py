@@ -129,7 +129,7 @@ def test_grade_by_form():
     assert form_grade(power({"r": -2, "m1": 0, "m2": 1})) == "power-law"  # star mass only: not the write-up's
     assert form_grade(power({"r": -2, "m1": 1, "m2": 1, "t": 1})) == "power-law"
     assert form_grade(None) == "not-a-power-law"
-    assert set(VERDICTS) == {"newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law",
+    assert set(VERDICTS) == {"newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law", "unresolved",
                              "inconclusive"}
 
 

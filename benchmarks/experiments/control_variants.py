@@ -75,9 +75,7 @@ def variant_spec(name: str) -> dict:
 
 KEEP = ("name", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2", "linear_probe_r2_log",
         "linear_probe_r2_accel", "linear_probe_r2_log_accel", "newtonian", "verdict", "newtonian_seeds", "val_loss")
-LAW_KEEP = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "newton_departure", "fitted_exponents",
-            "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution", "rule",
-            "newton_test", "exact")
+LAW_KEEP = stages.LAW_ROW_KEYS
 
 
 def summary(row: dict) -> dict:

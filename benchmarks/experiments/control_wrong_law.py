@@ -82,9 +82,7 @@ def main() -> None:
         rows = run_controls(study, spec, workers=args.workers, progress=False, only=only)
         keep = ("name", "kind", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2_log_accel",
                 "val_loss", "newtonian", "verdict", "newtonian_seeds")
-        laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents",
-                "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution",
-                "rule", "newton_test", "exact")
+        laws = stages.LAW_ROW_KEYS
         rows = [{**{k: r.get(k) for k in keep}, "law": {k: r["law"].get(k) for k in laws},
                  **({"law_frozen": {k: r["law_frozen"].get(k) for k in laws}} if r.get("law_frozen") else {})}
                 for r in rows]

@@ -156,9 +156,7 @@ def main() -> None:
     keep = ("name", "kind", "study", "window", "target", "probe_r2", "probe_r2_log", "linear_probe_r2",
             "linear_probe_r2_log", "linear_probe_r2_accel", "linear_probe_r2_log_accel", "val_loss", "newtonian",
             "verdict", "newtonian_seeds")
-    laws = ("expression", "verdict", "seeds_agreeing", "seeds", "power_law", "fitted_exponents",
-            "fitted_exponents_ci95", "newton_departure_exact", "newton_departure_exact_ci95", "resolution", "rule",
-            "newton_test", "exact")
+    laws = stages.LAW_ROW_KEYS
     spec = results["config"]["controls"]
     for c in results["controls"]:  # rows of a study whose code had no frozen-state verdict yet: compute it now
         if c["kind"] == "model" and not c.get("law_frozen"):

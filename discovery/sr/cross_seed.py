@@ -78,8 +78,11 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         exponent_se = None if se is None else {f: float(s) for f, s in zip(features, se, strict=True)}
     precision = float(config.get("tolerance", 0.0))
     test = verdicts.newton_test(X, y, features, quantity, precision, seed=len(per_seed), groups=groups)
+    exact_departure = _departure_from_newton(exact.expr, symbols, X, y, features, quantity, metric, groups,
+                                             seed=len(per_seed))
     verdict, reasons = verdicts.grade(power, rows=len(y), majority=majority, law_error=final.error,
-                                      baseline_error=baseline, exponent_se=exponent_se, quantity=quantity, test=test)
+                                      baseline_error=baseline, exponent_se=exponent_se, quantity=quantity, test=test,
+                                      exact_departure=exact_departure)
     if power is not None:
         exponents = [power["exponents"][f] for f in features]
         power["exponent_se"] = exponent_se
@@ -91,8 +94,6 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
                                          else None)
     rendered = _named(final.expr, features)
     departure = _departure_from_newton(final.expr, symbols, X, y, features, quantity, metric)
-    exact_departure = _departure_from_newton(exact.expr, symbols, X, y, features, quantity, metric, groups,
-                                             seed=len(per_seed))
     fitted = test["exponents"] if test else (dict(zip(features, map(float, powerlaw.fit_exponents(X, y)), strict=True))
                                              if powerlaw.applicable(X, y) else None)
     exact_power = judged(exact.expr)
@@ -100,11 +101,13 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
         "expression": render(final.expr, features),
         "expression_latex": sympy.latex(rendered),
         "verdict": verdict,
-        "inconclusive_reasons": reasons,
+        "inconclusive_reasons": reasons if verdict == "inconclusive" else [],
+        "unresolved_reasons": reasons if verdict == "unresolved" else [],
         "newtonian": verdict == "newtonian",
         "power_law": power,
         "newton_test": test,
         "resolution": test["resolution"] if test else None,
+        "power": test["power"] if test else None,
         "rule": rule_of(config),
         "error": final.error,
         "error_metric": metric,
@@ -164,9 +167,10 @@ def _departure_from_newton(expr: sympy.Expr, symbols, X: np.ndarray, y: np.ndarr
                            quantity: str, metric: str, groups: np.ndarray | None = None,
                            seed: int | None = None) -> tuple[float, list[float] | None] | None:
     """How far the law ``expr`` is from Newton's form for ``quantity`` on the rows: the RMS of
-    ln(law / C_N * Newton's form), C_N fitted on the rows (:func:`powerlaw.fit_constant`), with (when ``seed``
-    is given) its 95% interval over bootstrap resamples of whole systems (``groups``), the law held fixed and
-    C_N refitted on each resample. None unless every feature is one of r, m1, m2 with Newton's among them, the
+    ln(law / C_N * Newton's form), C_N the law's own best fit of Newton's form (the mean of ln(law / Newton's
+    form) over the rows, so that a law of Newton's form is 0 on every resample), with (when ``seed`` is given) its
+    95% interval over bootstrap resamples of whole systems (``groups``), the law held fixed and C_N refitted on
+    each resample. None unless every feature is one of r, m1, m2 with Newton's among them, the
     metric is log and the law is positive and finite on every row."""
     newton_k = verdicts.newton_exponents(quantity)
     if not (set(features) <= set(newton_k) and {f for f, k in newton_k.items() if k} <= set(features)
@@ -177,10 +181,10 @@ def _departure_from_newton(expr: sympy.Expr, symbols, X: np.ndarray, y: np.ndarr
         law = np.log(laws.evaluate(expr, symbols, X))
     if not np.all(np.isfinite(law)):
         return None  # a law that predicts <= 0 somewhere: undefined
-    residual = np.log(y) - basis  # ln C_N is its median
+    shape = law - basis  # ln C_N is its mean: the constant of Newton's form nearest the law, in RMS of ln
 
     def rms(idx):
-        return float(np.sqrt(np.mean((law[idx] - basis[idx] - np.median(residual[idx])) ** 2)))
+        return float(np.sqrt(np.mean((shape[idx] - np.mean(shape[idx])) ** 2)))
 
     value = rms(slice(None))
     if seed is None:

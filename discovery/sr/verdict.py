@@ -11,15 +11,21 @@ Grades (``VERDICTS``), decided in this order:
 - ``newtonian``: Newton's law for the quantity (``QUANTITIES``): for the force on the planet (``"force"``, the
   default) ``C * m1 * m2 / r**2`` (exponents r: -2, m1: 1, m2: 1); for the planet's acceleration
   (``"acceleration"``, AU/yr^2) ``C * m2 / r**2`` (r: -2, m2: 1, and no planet mass m1: every body falls
-  alike in the star's field). The form alone is not enough: the rows' own statistics must agree
-  (:func:`newton_test`): the free power-law fit's exponents and the constant at Newton's exponents, with
-  95% intervals resampled over whole systems, must each reach Newton's value (and G = 4 pi^2) within the
-  verdict's precision. A law of Newton's form that fails the test is graded ``power-law``, and LAW.json
-  says which number disagrees;
+  alike in the star's field). The form alone is not enough: at a precision τ > 0 the rows must give positive
+  evidence (:func:`newton_test`, :func:`unresolved_reasons`): the free power-law fit's departure from Newton's
+  form and the constant lie within τ of Newton's over their 95% intervals resampled over whole systems, the exact
+  law's departure interval lies below τ, and the rows have the power to tell a departure of 2τ apart. At τ = 0
+  (an exact test) the rows must only not tell Newton apart. A law of Newton's form whose numbers are told apart
+  from Newton's is graded ``power-law``, and LAW.json says which number disagrees;
 - ``inverse-square-planet-mass`` (force only): ``C * m1 / r**2`` (the LSSAR write-up's "F ∝ m1/r^2": Newton's
   law only where the star mass m2 is constant, absorbed into C);
 - ``power-law``: any other ``C * prod(x ** k)``;
-- ``not-a-power-law``: anything else.
+- ``not-a-power-law``: anything else;
+- ``unresolved`` (precision τ > 0 only): a power law (Newton's form or another) that the rows neither tell apart
+  from Newton's nor show within τ of it: the data lack the power to say. ``unresolved_reasons`` states the
+  resolution reached and roughly how many systems would reach the precision. Fewer or noisier rows widen every
+  interval, so they can turn ``newtonian`` or ``power-law`` into ``unresolved``, never a told-apart law into
+  ``newtonian``.
 
 The features must be named ``r`` (AU), ``m1`` (planet, Msun) and ``m2`` (star, Msun) for the first two
 grades; with other names a power law is graded ``power-law``.
@@ -36,7 +42,7 @@ from orbitlaw.discovery.sr import powerlaw
 from orbitlaw.discovery.sr.law import error
 from orbitlaw.orbits.constants import G_EXACT
 
-VERDICTS = ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law", "inconclusive")
+VERDICTS = ("newtonian", "inverse-square-planet-mass", "power-law", "not-a-power-law", "unresolved", "inconclusive")
 
 MIN_VERDICT_ROWS = 100
 """Fewer usable rows than this: inconclusive. Each seed searches on one half of its rows and selects on the
@@ -106,29 +112,39 @@ EXPONENT_RESAMPLES = 400
 
 def newton_test(X: np.ndarray, y: np.ndarray, features: list[str], quantity: str, precision: float, seed: int,
                 groups: np.ndarray | None = None) -> dict | None:
-    """Do the rows' own statistics agree with Newton's law for ``quantity``, within ``precision``?
+    """What the rows' own statistics say of Newton's law for ``quantity`` at ``precision``: told apart, shown within,
+    or neither.
 
     ``precision`` is the verdict's tolerance τ, an RMS of ln (0.01: 1%). On (X (n, d) positive features named
-    ``features``, y (n,) positive), with simultaneous 95% percentile intervals from bootstrap resamples of whole
-    systems (``groups``: one label per row; rows when None): the d + 1 numbers below are tested together, so
-    each interval has level 1 - 5% / (d + 1) (Bonferroni) and Newton's own noisy data passes all of them in at
-    least 95% of data sets (with separate 95% intervals, only about 0.95^(d + 1), 81% for d = 3):
+    ``features``, y (n,) positive), with 95% percentile intervals from bootstrap resamples of whole systems
+    (``groups``: one label per row; rows when None), two questions are asked of the free power-law fit
+    ``ln y = c + sum k ln x`` (:func:`powerlaw.fit_exponents`) and of the constant of Newton's form fitted on the
+    rows (:func:`powerlaw.fit_constant`):
 
-    - each feature's exponent of the free fit ``ln y = c + sum k ln x`` (:func:`powerlaw.fit_exponents`) has
-      an interval [lo, hi]; Newton's exponent (0 for a feature his law does not have) must lie in
-      [lo - a, hi + a], where a = τ / sd(ln x) is the exponent shift whose effect on ln y has RMS τ;
-    - the constant of Newton's form fitted on the rows (:func:`powerlaw.fit_constant`) has an interval
-      [lo, hi]; G = 4 pi^2 must lie in [lo e^-τ, hi e^τ].
+    - **told apart** (``consistent`` false): a number's interval excludes Newton's by more than the precision. The
+      d + 1 numbers are tested together, each interval at level 1 - 5% / (d + 1) (Bonferroni), so that Newton's
+      own noisy data is told apart in at most 5% of data sets. Each exponent's interval [lo, hi] must reach
+      Newton's (0 for a feature his law lacks) within a = τ / sd(ln x), the exponent shift whose effect on ln y
+      has RMS τ; the constant's must reach G = 4 pi^2 within a factor e^τ.
+    - **shown within** (``within``): positive evidence that the rows' law is Newton's at the precision. The free
+      fit's departure from Newton's form, ``departure`` = RMS over the rows of (k - k_N) . (ln x - mean ln x) (in
+      ln, the best constant fitted), has a 95% interval whose upper end is at most τ, and the constant's interval
+      lies inside [G e^-τ, G e^τ]. Both read intervals, so more noise or fewer systems widen them and can only
+      take ``within`` away (an intersection-union test: each condition at its own level).
 
-    ``resolution`` is what these rows and this precision can tell apart from Newton: per exponent
-    ``h + a`` (h the interval's larger half-width), for the constant ``h_C + τ`` (in ln), and as an RMS of
-    ln ``τ + max(h * sd(ln x), h_C)``: a law that departs from Newton by more than this in any one of them
-    is told apart (its interval then excludes Newton's value) with about 95% probability.
+    ``resolution`` is what these rows at this precision tell apart from Newton: per exponent ``h + a`` (h the
+    interval's larger half-width), for the constant ``h_C + τ`` (in ln), and as an RMS of ln ``τ + max(h * sd(ln x),
+    h_C)``: a law that departs from Newton by more than this in any one of them is told apart with about 95%
+    probability. ``power`` is whether the rows can say "no" at this precision: the statistical part
+    ``max(h * sd(ln x), h_C)`` is at most τ, so that a departure of twice the precision is told apart
+    (``resolution.rms_ln`` <= 2τ); else ``units_needed`` is roughly how many systems (rows without groups) would
+    get there, as the half-widths shrink like 1/sqrt(n).
 
     Returns None where the test is undefined (a value <= 0, or a feature of Newton's law missing); else
-    ``{"consistent", "disagrees" (the numbers that do not reach Newton's, as text), "precision",
-    "exponents", "exponents_ci95", "newton_exponents", "constant", "constant_ci95", "resolution", "interval"}``
-    (the ``_ci95`` intervals are the simultaneous ones).
+    ``{"consistent", "disagrees" (the numbers told apart from Newton's, as text), "within", "short_of" (why not
+    within, as text), "departure": {"rms_ln", "ci95"}, "power": {"resolved", "interval_rms_ln", "needed_rms_ln",
+    "units", "unit", "units_needed"}, "precision", "exponents", "exponents_ci95", "newton_exponents", "constant",
+    "constant_ci95", "resolution", "interval"}`` (the ``_ci95`` intervals are the simultaneous ones).
     """
     newton = newton_exponents(quantity)
     if not powerlaw.applicable(X, y) or not {f for f, k in newton.items() if k} <= set(features):
@@ -136,8 +152,10 @@ def newton_test(X: np.ndarray, y: np.ndarray, features: list[str], quantity: str
     target = np.array([newton.get(f, 0) for f in features], dtype=np.float64)
     level = 1 - (1 - INTERVAL_LEVEL) / (len(features) + 1)
     free = powerlaw.fit_exponents(X, y)
-    lo, hi = powerlaw.exponent_intervals(X, y, seed, EXPONENT_RESAMPLES, level, groups)
-    spread = np.log(X).std(axis=0)
+    draws = powerlaw.exponent_resamples(X, y, seed, EXPONENT_RESAMPLES, groups)
+    lo, hi = powerlaw.percentile_interval(draws, level)
+    logs = np.log(X)
+    spread = logs.std(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         allowance = np.where(spread > 0, precision / spread, np.inf) + ROUND_OFF
     half = np.maximum(free - lo, hi - free)
@@ -152,27 +170,86 @@ def newton_test(X: np.ndarray, y: np.ndarray, features: list[str], quantity: str
     if not (c_lo * math.exp(-precision - ROUND_OFF) <= G_EXACT <= c_hi * math.exp(precision + ROUND_OFF)):
         disagrees.append(f"constant {c:.4g} ([{c_lo:.4g}, {c_hi:.4g}]) is not 4π² = {G_EXACT:.4g} within "
                          f"{precision:.0%}")
-    rms = precision + max(float(np.max(np.where(np.isfinite(spread), half * spread, 0.0))), c_half)
+    departure, d_lo, d_hi = _shape_departure(logs, free - target, draws - target)
+    short_of = []
+    if not d_hi <= precision + ROUND_OFF:
+        short_of.append(f"the free fit departs from Newton's form by {departure:.2%} RMS of ln ([{d_lo:.2%}, "
+                        f"{d_hi:.2%}]): its interval reaches past the {precision:.0%} precision")
+    if not (G_EXACT * math.exp(-precision - ROUND_OFF) <= c_lo and c_hi <= G_EXACT * math.exp(precision + ROUND_OFF)):
+        short_of.append(f"the constant's interval [{c_lo:.4g}, {c_hi:.4g}] is not inside 4π² = {G_EXACT:.4g} "
+                        f"within {precision:.0%}")
+    statistical = max(float(np.max(np.where(np.isfinite(spread), half * spread, 0.0))), c_half)
+    units = len(np.unique(groups)) if groups is not None else len(y)
+    needed = (math.inf if precision <= 0 else max(units, math.ceil(units * (statistical / precision) ** 2)))
     return {
-        "consistent": not disagrees, "disagrees": disagrees, "precision": float(precision),
+        "consistent": not disagrees, "disagrees": disagrees, "within": not short_of and precision > 0,
+        "short_of": short_of, "precision": float(precision),
+        "departure": {"rms_ln": departure, "ci95": [d_lo, d_hi]},
+        "power": {"resolved": precision > 0 and statistical <= precision, "interval_rms_ln": statistical,
+                  "needed_rms_ln": float(precision), "units": int(units),
+                  "unit": "systems" if groups is not None else "rows",
+                  "units_needed": needed if math.isfinite(needed) else None},
         "exponents": dict(zip(features, map(float, free), strict=True)),
         "exponents_ci95": {f: [float(a), float(b)] for f, a, b in zip(features, lo, hi, strict=True)},
         "newton_exponents": dict(zip(features, map(int, target), strict=True)),
         "constant": float(c), "constant_ci95": [float(c_lo), float(c_hi)],
-        "resolution": {"rms_ln": float(rms), "constant_ln": float(c_half + precision),
+        "resolution": {"rms_ln": float(precision + statistical), "constant_ln": float(c_half + precision),
                        "exponents": {f: float(h + a) for f, h, a in zip(features, half, allowance, strict=True)}},
         "interval": (f"simultaneous {INTERVAL_LEVEL:.0%} (each {level:.2%}) percentile bootstrap over "
                      f"{'systems' if groups is not None else 'rows'}"),
     }
 
 
+def _shape_departure(logs: np.ndarray, offset: np.ndarray, draws: np.ndarray) -> tuple[float, float, float]:
+    """The RMS over rows of ``offset . (ln x - mean ln x)`` (offset (d,): free exponents less Newton's), and its 95%
+    percentile interval over the bootstrap ``draws`` (resamples, d) of the same offset: sqrt(k' Cov(ln x) k')."""
+    centred = logs - logs.mean(axis=0)
+    cov = centred.T @ centred / len(logs)
+
+    def rms(k):
+        return np.sqrt(np.maximum(np.einsum("...i,ij,...j->...", k, cov, k), 0.0))
+
+    lo, hi = powerlaw.percentile_interval(rms(draws), INTERVAL_LEVEL)
+    return float(rms(offset)), float(lo), float(hi)
+
+
+def unresolved_reasons(form: str, test: dict, exact_departure: tuple[float, list[float] | None] | None) -> list[str]:
+    """Why a power law that the rows do not tell apart from Newton's (``test["consistent"]``) is not ``newtonian``
+    at ``test["precision"]``: empty exactly when the law has Newton's form, the rows show it within the precision
+    (``test["within"]``), the exact law's departure (value, 95% interval) lies below the precision, and the rows have
+    the power to tell a departure of twice the precision apart."""
+    tau = test["precision"]
+    reasons = [] if form == "newtonian" else [
+        f"the law ({form}) is not told apart from Newton's: every exponent and the constant reach Newton's within "
+        f"{tau:.0%}"]
+    reasons += test["short_of"]
+    ci = exact_departure[1] if exact_departure else None
+    if ci is None:
+        reasons.append("the exact law's departure from Newton's form is undefined")
+    elif not ci[1] <= tau + ROUND_OFF:
+        reasons.append(f"the exact law departs from Newton's form by {exact_departure[0]:.2%} ([{ci[0]:.2%}, "
+                       f"{ci[1]:.2%}]): its interval reaches past the {tau:.0%} precision")
+    p = test["power"]
+    if not p["resolved"]:
+        reasons.append(f"the rows resolve {p['interval_rms_ln']:.2%} RMS of ln (95%), coarser than the {tau:.0%} "
+                       f"precision: a departure of {2 * tau:.0%} is told apart with about {p['units_needed']:,} "
+                       f"{p['unit']} (these rows have {p['units']:,})")
+    return reasons
+
+
 def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, baseline_error: float,
-          exponent_se: dict[str, float] | None = None, quantity: str = "force",
-          test: dict | None = None) -> tuple[str, list[str]]:
-    """The verdict and, when it is ``inconclusive``, the reasons (else an empty list). ``exponent_se``: the
-    standard error of each feature's exponent of a power law (:func:`powerlaw.exponent_errors`); ``test``: the rows'
-    :func:`newton_test` (a law of Newton's form is ``newtonian`` only when it is consistent; ``power-law``
-    when it is not or when there is no test)."""
+          exponent_se: dict[str, float] | None = None, quantity: str = "force", test: dict | None = None,
+          exact_departure: tuple[float, list[float] | None] | None = None) -> tuple[str, list[str]]:
+    """The verdict and its reasons: why it is ``inconclusive`` or ``unresolved`` (else an empty list).
+
+    ``exponent_se``: the standard error of each feature's exponent of a power law (:func:`powerlaw.exponent_errors`);
+    ``test``: the rows' :func:`newton_test`; ``exact_departure``: the exact law's departure from Newton's form and
+    its 95% interval. A power law that the rows tell apart from Newton's keeps the grade of its form (``power-law``
+    for a law of Newton's form: the form came out, the numbers disagree). At a precision above 0, one they do not
+    tell apart is ``newtonian`` only with positive evidence (:func:`unresolved_reasons` empty), else
+    ``unresolved``: so fewer or noisier rows can weaken a verdict, never make a told-apart law ``newtonian``. At
+    precision 0 (an exact test) there is no precision to show a law within: Newton's form that the rows do not
+    tell apart is ``newtonian``, and ``resolution`` says how finely."""
     reasons = []
     if rows < MIN_VERDICT_ROWS:
         reasons.append(f"only {rows} usable rows (a verdict needs {MIN_VERDICT_ROWS})")
@@ -188,7 +265,10 @@ def grade(power: dict | None, *, rows: int, majority: bool, law_error: float, ba
                            f"{MAX_EXPONENT_SE}): it varies too little")
     if reasons:
         return "inconclusive", reasons
-    verdict = form_grade(power, quantity)
-    if verdict == "newtonian" and not (test and test["consistent"]):
-        verdict = "power-law"
-    return verdict, []
+    form = form_grade(power, quantity)
+    if test is None or not test["consistent"]:  # no test, or told apart: the form's grade, Newton's excepted
+        return ("power-law" if form == "newtonian" else form), []
+    if form == "not-a-power-law" or test["precision"] <= 0:
+        return form, []
+    unresolved = unresolved_reasons(form, test, exact_departure)
+    return ("unresolved", unresolved) if unresolved else ("newtonian", [])

@@ -53,6 +53,8 @@ from __future__ import annotations
 
 import copy
 
+from orbitlaw.study import distance
+
 RUNGS = [
     {"name": "positions", "change": "the positive control: positions (AU) in, MSE on the next position, W = 3",
      "train": {}},
@@ -203,7 +205,9 @@ def replication(rows: list[dict], path: dict) -> list[str]:
 
 
 def answer(rows: list[dict], path: dict) -> dict:
-    """The reading rules of docs/path.md, applied to the rows (all seeds), per attention: ``held_at_start`` (rung 0
+    """The reading rules of docs/path.md, applied to the rows (all seeds), per attention: ``by_distance`` (the main
+    reading, :func:`orbitlaw.study.distance.read_chain` on the rungs: each rung's pooled departure from Newton, its
+    effect, and ``lost_at`` by distance; ``anchor``: the ``tokens`` rows pooled alike); ``held_at_start`` (rung 0
     newtonian in at least half its seeds, ``start_newtonian`` k/n: else there is no law to lose); ``lost_at`` (the first
     rung newtonian in fewer than half its seeds after one newtonian in at least half; None if never), with the
     k/n of both; ``restored`` (a row at the largest budget newtonian in at least 2 of 3 seeds; None, not measured,
@@ -231,7 +235,10 @@ def answer(rows: list[dict], path: dict) -> dict:
         widths = sorted({r["width"] for r in big})
         shares = {w: _newtonian_share([r for r in big if r["width"] == w]) for w in widths}
         start = _newtonian_share(next(iter(by_rung.values()), []))
-        out[attention] = {"start_newtonian": "{}/{}".format(*start), "held_at_start": 2 * start[0] >= start[1] > 0,
+        chain = {rung: rs for rung, rs in by_rung.items() if rung != TOKENS["name"]}
+        anchor = distance.pooled(by_rung.get(TOKENS["name"], []))
+        out[attention] = {"by_distance": {**distance.read_chain(chain), "anchor": anchor},
+                          "start_newtonian": "{}/{}".format(*start), "held_at_start": 2 * start[0] >= start[1] > 0,
                           "lost_at": lost,
                           "largest_budget_newtonian": {f"w{w}": f"{k}/{n}" for w, (k, n) in shares.items()}
                           if shares else None,

@@ -279,8 +279,16 @@ def path_section(rows: list[dict], summary: list[dict], answer: dict | None = No
         wrong = ", ".join(passes["negatives_newtonian"]) or "none"
         lines += [f"The controls' pass rule on this study: {'held' if passes['passed'] else 'failed'} (positive "
                   f"{passes['positive']}; negatives `newtonian`: {wrong}).", ""]
+    if answer:
+        lines += distance_lines(answer)
     for attention, a in (answer or {}).items():
         lost = a["lost_at"]
+        by_distance = (a.get("by_distance") or {}).get("lost_at")
+        lines += [f"**{attention}**, by distance: " + (
+            f"lost at `{by_distance['rung']}` ({by_distance['departure']:.1%} from Newton, pooled "
+            f"[{by_distance['envelope'][0]:.1%}, {by_distance['envelope'][1]:.1%}] against `{by_distance['rung_before']}`"
+            f"'s [{by_distance['envelope_before'][0]:.1%}, {by_distance['envelope_before'][1]:.1%}])."
+            if by_distance else "no rung is further from Newton than the one before by more than its rows resolve."), ""]
         if not a["held_at_start"]:
             text = (f"**{attention}**: rung 0 is `newtonian` in {a['start_newtonian']} seeds, so there is no law to "
                     "lose along the rungs")
@@ -298,6 +306,28 @@ def path_section(rows: list[dict], summary: list[dict], answer: dict | None = No
                 text += f" (departure intervals apart at {', '.join(a['departure_apart_from_softmax_at'])})"
         lines += [text + ".", ""]
     return lines
+
+
+def distance_lines(answer: dict) -> list[str]:
+    """The path read by distance (:mod:`orbitlaw.study.distance`): per attention and rung, the pooled departure
+    from Newton over seeds with its interval, the rows' resolution and the rung's effect."""
+    from orbitlaw.study.distance import LOST_RULE
+
+    lines = [f"Read by distance (the main reading; {LOST_RULE}):", "",
+             "| attention | rung | seeds | departure from Newton (mean) | pooled [95%] | resolution | "
+             "effect of the rung [95%] |", "|---|---|---|---|---|---|---|"]
+    for attention, a in answer.items():
+        chain = a.get("by_distance") or {}
+        rungs = chain.get("rungs", []) + ([{"rung": "tokens (anchor)", **chain["anchor"], "effect": None}]
+                                          if chain.get("anchor") else [])
+        for g in rungs:
+            e = g["effect"]
+            res = "—" if g["resolution"] is None else f"{g['resolution']:.1%}"
+            lines.append(f"| {attention} | {g['rung']} | {', '.join(map(str, g['seeds']))} | {g['mean']:.2%} | "
+                         f"[{g['envelope'][0]:.2%}, {g['envelope'][1]:.2%}] | {res} | "
+                         + ("—" if e is None else f"{e['change']:+.2%} [{e['ci95'][0]:+.2%}, {e['ci95'][1]:+.2%}]")
+                         + " |")
+    return lines + [""]
 
 
 def write_report(study, results: dict) -> dict[str, str]:

@@ -198,18 +198,26 @@ def rollout(run: Path, data: Path, out: Path, spec: dict) -> dict:
     return {k: doc[k] for k in ("prompt_steps", "steps", "mean_position_error_au", "mean_repeat_last_error_au")}
 
 
+LAW_ROW_KEYS = ("expression", "verdict", "unresolved_reasons", "seeds_agreeing", "seeds", "power_law",
+                "newton_departure", "fitted_exponents", "fitted_exponents_ci95", "newton_departure_exact",
+                "newton_departure_exact_ci95", "resolution", "power", "rule", "newton_test", "exact")
+"""The law fields a committed result row keeps (the controls', the variants' and the wrong-law worlds' JSONs)."""
+
+
 def summarise_law(law_doc: dict | None) -> dict | None:
     """The verdict fields of a LAW.json (None, or a failure record, passes through)."""
     if not law_doc or "expression" not in law_doc:
         return law_doc
-    keys = ("expression", "expression_latex", "verdict", "inconclusive_reasons", "newtonian", "power_law",
+    keys = ("expression", "expression_latex", "verdict", "inconclusive_reasons", "unresolved_reasons", "newtonian",
+            "power_law",
             "seeds_agreeing", "seeds", "newtonian_seeds", "error", "error_metric", "newton_departure",
             "newton_departure_exact", "newton_departure_exact_ci95", "fitted_exponents", "fitted_exponents_ci95",
-            "resolution", "rule")
+            "resolution", "power", "rule")
     out = {k: law_doc[k] for k in keys if k in law_doc}
     if law_doc.get("newton_test"):
-        out["newton_test"] = {k: law_doc["newton_test"][k] for k in ("consistent", "disagrees", "constant",
-                                                                     "constant_ci95")}
+        out["newton_test"] = {k: law_doc["newton_test"].get(k) for k in ("consistent", "disagrees", "within",
+                                                                         "short_of", "departure", "constant",
+                                                                         "constant_ci95")}
     if law_doc.get("exact"):
         out["exact"] = {k: law_doc["exact"][k] for k in ("expression", "form", "seeds_agreeing")}
     return out
