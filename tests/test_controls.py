@@ -186,6 +186,25 @@ def test_window_oracle_reads_exactly_the_positions_a_chunked_model_sees(data, tm
         assert result["kind"] == oracle and np.isfinite(result["metrics"]["heldout_unlabelled"]["r2"])
 
 
+def test_the_binned_window_oracle_reads_the_bin_centres_of_those_positions(data, tmp_path):
+    """The resolution control's input: each coordinate of the window at its tokeniser bin's centre (within half a
+    bin, 0.0071 AU, of the position; the same centre as the token the model reads decodes to)."""
+    _, probe = data
+    split = orbits.load_dataset(probe)["train"]
+    rows = probe_data.planet_rows(split, np.arange(3), 41)
+    exact, binned = window_features(split, rows, 2), window_features(split, rows, 2, "bins")
+    spec = split.tokenizer
+    assert np.all(np.abs(binned - exact) <= spec.width / 2 + 1e-12) and not np.array_equal(binned, exact)
+    np.testing.assert_array_equal(binned, spec.decode(spec.encode(exact)[0]))
+    result = run_oracle(OracleConfig(oracle="mlp-window", data=str(probe), out=str(tmp_path / "bins"),
+                                     train_sequences=12, heldout_sequences=12, window_inputs="bins"))
+    assert result["settings"]["window_inputs"] == "bins"
+    with pytest.raises(ValueError, match="window-inputs"):
+        OracleConfig(oracle="mlp-window", data="d", out="o", window_inputs="tokens").validate()
+    with pytest.raises(ValueError, match="window_inputs"):
+        OracleConfig(oracle="knn", data="d", out="o", window_inputs="bins").validate()
+
+
 def test_training_windows_end_at_a_planet_position(data):
     from orbitlaw.models.batches import regression_batch
 

@@ -160,6 +160,13 @@ def test_replication_takes_both_rows_of_each_change_and_the_largest_budget():
         "whole-softmax-w64-x9-s0"]
 
 
+def test_the_path_presets_replicate_every_rung_and_the_anchor():
+    every = path.replication(ROWS + [_r("tokens", "tokens", 6, "softmax", True)], {**SPEC, "replicate": "every-rung"})
+    assert every == [r["name"] for r in sorted(ROWS, key=lambda r: r["rung_index"]) if not r["width_row"]] + [
+        "tokens", "whole-softmax-w64-x9-s0"]
+    assert _path_config()["path"]["replicate"] == "every-rung"
+
+
 def test_the_answer_applies_the_reading_rules():
     replicated = ROWS + [_r("no-noise-softmax-s1", "no-noise", 2, "softmax", True, seed=1),
                          _r("no-noise-softmax-s2", "no-noise", 2, "softmax", False, seed=2),
@@ -389,7 +396,8 @@ def test_the_path_is_read_by_distance_and_a_step_inside_the_resolution_is_not_a_
     """The issue's reading: rung 0 at 0.9%, bins-in at 1.1-1.4% (apart from rung 0, but inside its own 1.5%
     resolution: not lost), budget at 6-10% (lost there), whole at 18-30%."""
     rows = [_d(f"W3-s{s}", "positions", 0, s, 0.009, (0.008, 0.0095)) for s in (0, 1)]
-    rows += [_d(f"bins-in-softmax-s{s}", "bins-in", 1, s, d, (d - 0.001, d + 0.001)) for s, d in ((0, 0.011), (1, 0.013))]
+    rows += [_d(f"bins-in-softmax-s{s}", "bins-in", 1, s, d, (d - 0.001, d + 0.001))
+             for s, d in ((0, 0.011), (1, 0.013))]
     rows += [_d(f"budget-softmax-s{s}", "budget", 4, s, d, (d - 0.01, d + 0.01)) for s, d in ((0, 0.06), (1, 0.10))]
     rows += [_d("whole-softmax-s0", "whole", 5, 0, 0.20, (0.18, 0.22))]
     rows += [_d("tokens", "tokens", 6, 0, 0.0, (0.0, 0.0))]

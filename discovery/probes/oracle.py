@@ -10,8 +10,10 @@
   or |a| learned as its log) on exactly the raw positions a model trained on chunks of
   W = ``window_steps`` steps reads at the row: the W (N + 1) body positions (AU) ending at the planet's
   token (the first positions of a sequence repeat its first position), standardised on the labels. They
-  say what those positions can tell. As for a chunked model, ``near_train`` (the symbolic regression's
-  rows) picks only rows that see a whole window (:func:`orbitlaw.discovery.probes.probe_result.full_window`).
+  say what those positions can tell (``window_inputs="bins"``: the same positions snapped to the tokeniser's
+  bin centres, what a model fed bin ids could know at best). As for a chunked model, ``near_train`` (the
+  symbolic regression's rows) picks only rows that see a whole window
+  (:func:`orbitlaw.discovery.probes.probe_result.full_window`).
 - ``true-law``: Newton's law itself, F = G m1 m2 / r^2 along the planet-star line (|a| = G m2 / r^2 for
   the acceleration), G = 4 pi^2 AU^3 M_sun^-1 yr^-2. Exact on two-body data (R^2 = 1 up to rounding); on
   nbody data it misses the planets' mutual pulls.
@@ -49,6 +51,7 @@ class OracleConfig:
     neighbors: int = 2  # k of the k-NN oracles
     window_steps: int = 3  # W: steps of raw positions the window oracles read
     window_end: str = "planet"  # the window ends at the planet's token or the step's last
+    window_inputs: str = "positions"  # WINDOW_INPUTS: the window's positions as they are, or snapped to bin centres
     seed: int = 0  # label draw, MLP
     near_train: int = 5000  # held-out steps marked near_train
     protocol: str = "orbitlaw"  # the label layout: orbitlaw or reference
@@ -65,6 +68,11 @@ class OracleConfig:
         at_least(self, 0, "near_train")
         if self.window_end not in WINDOW_ENDS:
             raise ValueError(f"unknown --window-end {self.window_end!r}; choose {' or '.join(WINDOW_ENDS)}")
+        if self.window_inputs not in WINDOW_INPUTS:
+            raise ValueError(f"unknown --window-inputs {self.window_inputs!r}; choose {' or '.join(WINDOW_INPUTS)}")
+        if self.window_inputs != "positions" and not self.oracle.endswith("-window"):
+            raise FieldError(message=f"`window_inputs` is for the window oracles; `oracle` {self.oracle} reads the "
+                             "true state")
         if self.window_end != "planet" and not self.oracle.endswith("-window"):
             raise FieldError(message=f"`window_end` is for the window oracles; `oracle` {self.oracle} reads the true "
                              "state")
@@ -74,6 +82,8 @@ class OracleConfig:
         s.pop("out")
         s["data"] = str(Path(self.data).resolve())
         s["kind"] = self.oracle
+        if self.window_inputs == "positions":  # the default reads as before: its settings (and caches) unchanged
+            s.pop("window_inputs")
         return s
 
 
@@ -103,11 +113,18 @@ def knn(rows: dict, target: str, neighbors: int = 2) -> np.ndarray:
     return model.predict(scaler.transform(X))
 
 
-def window_features(split, rows: dict, window_steps: int) -> np.ndarray:
+WINDOW_INPUTS = ("positions", "bins")
+"""What the window oracles read: the continuous positions (AU), or the same positions snapped to the centres of
+the tokeniser's bins (``bins``: what a model fed bin ids could know at best, 0.0143 AU bins for the reference's
+tokeniser), so that a binned window's own distance from Newton can be set beside a model's."""
+
+
+def window_features(split, rows: dict, window_steps: int, inputs: str = "positions") -> np.ndarray:
     """(rows, 2 W (N + 1)) the raw positions (AU) a model trained on W-step chunks reads at each row: the
     W (N + 1) continuous positions ending at the row's token (its planet's or the step's last, as the rows
     were read; continuous index token - 1), earlier
-    than the sequence start filled with its first position. One planet count per split."""
+    than the sequence start filled with its first position; with ``inputs="bins"`` each coordinate is the centre
+    of its tokeniser bin (the split's own tokeniser). One planet count per split."""
     counts = np.unique(np.asarray(split.n_planets)[np.unique(rows["sequence"])])
     if len(counts) != 1:
         raise ValueError("window oracles need one planet count per dataset")
@@ -115,7 +132,11 @@ def window_features(split, rows: dict, window_steps: int) -> np.ndarray:
     seqs, inverse = np.unique(rows["sequence"], return_inverse=True)
     cont = split.continuous(seqs)  # (S, T, 2)
     idx = np.maximum(rows["token"][:, None] - 1 - np.arange(L - 1, -1, -1)[None, :], 0)  # (rows, L)
-    return cont[inverse[:, None], idx].reshape(len(idx), 2 * L)
+    window = cont[inverse[:, None], idx].reshape(len(idx), 2 * L)
+    if inputs == "bins":
+        spec = split.tokenizer
+        window = spec.decode(spec.encode(window)[0])
+    return window
 
 
 def window_mlp(seed: int):
@@ -161,7 +182,7 @@ def run_oracle(cfg: OracleConfig) -> dict:
     elif cfg.oracle == "knn":
         pred = knn(rows, cfg.target, cfg.neighbors)
     else:
-        X = window_features(split, rows, cfg.window_steps)
+        X = window_features(split, rows, cfg.window_steps, cfg.window_inputs)
         pred = fit_predict_window(X, rows, cfg.target, cfg.oracle, cfg.neighbors, cfg.seed)
         eligible = probe_result.full_window(rows, X.shape[1] // 2, offset=1)  # continuous index token - 1
     return probe_result.write_result(Path(cfg.out), split, rows, pred, cfg.target, cfg.oracle, settings,

@@ -71,6 +71,9 @@ def add_parser(sub) -> None:
     p.add_argument("--window-end", choices=("planet", "step"), default="planet",
                    help="knn-window / mlp-window: the window ends at the planet's token (default) or at the "
                         "step's last token, as a model trained with --window-end step reads it")
+    p.add_argument("--window-inputs", choices=("positions", "bins"), default="positions",
+                   help="knn-window / mlp-window: the window's positions as they are (default) or snapped to the "
+                        "centres of the dataset's tokeniser bins")
     p.add_argument("--sequences", type=int, default=2000,
                    help="linear probes: at most this many training and held-out sequences")
     p.add_argument("--steps-per-sequence", type=int, default=10, help="linear probes: planet steps per sequence")

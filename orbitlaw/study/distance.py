@@ -67,6 +67,7 @@ def read_chain(by_rung: dict[str, list[dict]]) -> dict:
         resolution = here["resolution"] if here["resolution"] is not None else math.inf
         if lost is None and before and entry["effect"]["ci95"][0] > 0 and here["envelope"][0] > resolution:
             lost = {"rung": name, "departure": here["mean"], "envelope": here["envelope"],
-                    "resolution": here["resolution"], "rung_before": before[0], "envelope_before": before[1]["envelope"]}
+                    "resolution": here["resolution"], "rung_before": before[0],
+                    "envelope_before": before[1]["envelope"]}
         before = (name, here)
     return {"rungs": rungs, "lost_at": lost, "rule": LOST_RULE}

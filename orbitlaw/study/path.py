@@ -188,15 +188,20 @@ def _newtonian_share(rows: list[dict]) -> tuple[int, int]:
 
 def replication(rows: list[dict], path: dict) -> list[str]:
     """Names (at the first seed, the lowest) of the rows the replication rule runs again at every other seed:
-    per attention, both rows on either side of each change of verdict (``newtonian``) along the rungs (the
-    anchor ``tokens`` last), and every row at the largest budget."""
+    with ``path["replicate"] == "every-rung"`` (the path presets', so that the path is read by distance over seeds
+    at every rung, :mod:`orbitlaw.study.distance`), every rung's row and the anchor's; else, per attention, both
+    rows on either side of each change of verdict (``newtonian``) along the rungs (the anchor ``tokens`` last).
+    Either way, every row at the largest budget."""
     first = min(r["seed"] for r in rows)
     chosen = []
+    if path.get("replicate") == "every-rung":
+        chosen = [r["name"] for r in sorted(rows, key=lambda r: r["rung_index"])
+                  if not r["width_row"] and r["seed"] == first and r["attention"] in path["attentions"]]
     for attention in path["attentions"]:
         chain = sorted((r for r in rows if not r["width_row"] and r["seed"] == first and r["attention"] == attention),
                        key=lambda r: r["rung_index"])
         for a, b in zip(chain, chain[1:], strict=False):
-            if a["newtonian"] != b["newtonian"]:
+            if a["newtonian"] != b["newtonian"] and path.get("replicate") != "every-rung":
                 chosen += [a["name"], b["name"]]
     budgets = path.get("sizes", {}).get("budgets")
     if budgets:

@@ -115,7 +115,7 @@ _SR = {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000}
 
 def _full_controls() -> dict:
     """The controls at the size whose pass rule is judged (three training seeds; 32 minutes on 2 CPU cores)."""
-    return _controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300)
+    return {**_controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300), "bin_oracles": True}
 
 
 def _model_study(pretrain_data: dict, probe_data: dict, train: dict, evaluate: dict, probe: dict, solar_steps: int,
@@ -164,6 +164,7 @@ def _path(whole_train: dict, widths: list[int]) -> dict:
     whole-sequence rung trains with ``whole_train``."""
     return {"controls": _full_controls(),
             "path": {"attentions": ["softmax", "lssar", "laser"], "whole_train": whole_train,
+                     "replicate": "every-rung",  # every rung at every seed: the path is read by distance
                      "sizes": {"attentions": ["softmax", "lssar"], "widths": widths, "budgets": [0.3, 1, 9]},
                      "reference": _REFERENCE_PATH}}
 
@@ -248,10 +249,11 @@ the controls'), per protocol; :func:`study_config` writes it into every ``discov
 
 ``orbitlaw``: held-out ``se`` selection at a precision of 1% RMS of ln (``discover --tolerance 0.01``): a law
 is not told apart from a simpler one it departs from by less, and a law of Newton's form is ``newtonian``
-only when the free fit's exponents and the constant, with intervals over systems, reach Newton's within that
-precision (:func:`orbitlaw.discovery.sr.verdict.newton_test`; LAW.json's ``resolution`` says what the rows tell
-apart). 1% was fixed with the discovery benchmark before any control ran; an exact test (0) certifies no
-learned readout, not even k-NN on the true state, whose errors are a few percent per system.
+only with positive evidence at that precision: the free fit's departure from Newton's form, the constant and the
+exact law's departure lie within it over intervals resampled over systems, and the rows resolve a departure of
+twice it (:func:`orbitlaw.discovery.sr.verdict.newton_test`; else ``unresolved``, with LAW.json's ``power``
+saying how many systems would resolve it). 1% was fixed with the discovery benchmark before any control ran; an
+exact test (0) certifies no learned readout, not even k-NN on the true state, whose errors are a few percent per system.
 ``reference``: the reference's score selection, which has no precision to set (0: the intervals alone)."""
 
 

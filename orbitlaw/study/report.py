@@ -29,6 +29,9 @@ def _law_cell(law: dict | None) -> tuple[str, str]:
     grade = law.get("verdict", "newtonian" if law["newtonian"] else "—")
     verdict = f"**{grade}**" if law["newtonian"] else grade
     rule = f"; {rule_text(law['rule'])}" if law.get("rule") else ""
+    power = law.get("power") or {}
+    if power and not power.get("resolved") and power.get("units_needed"):
+        rule += f"; resolves {power['interval_rms_ln']:.1%}, about {power['units_needed']:,} {power['unit']} needed"
     return expr, f"{verdict} ({law['newtonian_seeds']}/{law['seeds']} seeds Newtonian{rule})"
 
 
@@ -283,12 +286,12 @@ def path_section(rows: list[dict], summary: list[dict], answer: dict | None = No
         lines += distance_lines(answer)
     for attention, a in (answer or {}).items():
         lost = a["lost_at"]
-        by_distance = (a.get("by_distance") or {}).get("lost_at")
+        far = (a.get("by_distance") or {}).get("lost_at")
         lines += [f"**{attention}**, by distance: " + (
-            f"lost at `{by_distance['rung']}` ({by_distance['departure']:.1%} from Newton, pooled "
-            f"[{by_distance['envelope'][0]:.1%}, {by_distance['envelope'][1]:.1%}] against `{by_distance['rung_before']}`"
-            f"'s [{by_distance['envelope_before'][0]:.1%}, {by_distance['envelope_before'][1]:.1%}])."
-            if by_distance else "no rung is further from Newton than the one before by more than its rows resolve."), ""]
+            f"lost at `{far['rung']}` ({far['departure']:.1%} from Newton, pooled [{far['envelope'][0]:.1%}, "
+            f"{far['envelope'][1]:.1%}] against `{far['rung_before']}`'s [{far['envelope_before'][0]:.1%}, "
+            f"{far['envelope_before'][1]:.1%}])." if far else
+            "no rung is further from Newton than the one before by more than its rows resolve."), ""]
         if not a["held_at_start"]:
             text = (f"**{attention}**: rung 0 is `newtonian` in {a['start_newtonian']} seeds, so there is no law to "
                     "lose along the rungs")
@@ -369,8 +372,11 @@ def write_report(study, results: dict) -> dict[str, str]:
               "them. Every verdict here, the controls' and the LLM answers' included, is decided by one rule, stated "
               "in its cell (quantity, precision as an RMS of ln, model selection). The verdict: `newtonian` is "
               "C·m1·m2/r² (C·m2/r² for an acceleration) chosen by a strict majority of the seeds at that precision, "
-              "with the free power-law fit's exponents and the constant reaching Newton's and 4π² within it "
-              "(95% intervals over systems); "
+              "with positive evidence: the free power-law fit's departure from Newton's form and the constant lie "
+              "within the precision of Newton's and 4π² over their 95% intervals over systems, so does the exact "
+              "law's departure, and the rows resolve a departure of twice the precision; `unresolved` is a power "
+              "law the rows neither tell apart from Newton's nor show within the precision (LAW.json says how many "
+              "systems would); `power-law` also takes a law of Newton's form whose numbers are told apart; "
               "`inverse-square-planet-mass` is C·m1/r² (the LSSAR write-up's \"F ∝ m1/r²\", Newton's law only "
               "where the star mass is constant); `power-law` and `not-a-power-law` say what else came out; "
               "`inconclusive` means too few rows, seeds that did not agree, an exponent the rows cannot pin down, "
