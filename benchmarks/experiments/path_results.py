@@ -1,12 +1,14 @@
 """A finished path study's results as committed files: ``benchmarks/results/<name>.{json,md,png}``.
 
     python benchmarks/experiments/path_results.py STUDY --name path_reference_seed10
+    python benchmarks/experiments/path_results.py --reread benchmarks/results/path_chain_seed10.json
 
 Reads ``STUDY/results.json`` (what ``orbitlaw run --preset path ...`` wrote) and writes beside the other results:
 the JSON (the study's results, with the rows' summary and the reading rules' answer computed again by this
 checkout's :func:`orbitlaw.study.path.summary` and :func:`orbitlaw.study.path.answer`, so that a study run by an
 older version reads by today's rules; ``answer_code_version`` says which), the report's path section (``.md``)
-and the path figure (``.png``). Nothing is trained, probed or searched.
+and the path figure (``.png``). Nothing is trained, probed or searched. ``--reread FILE`` does the same for a
+committed result (its rows as they are; the summary, the answer and the ``.md`` computed again in place).
 """
 
 from __future__ import annotations
@@ -44,11 +46,24 @@ def write_figure(target: Path, rows: list[dict], plot_rows: list[dict] | None = 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("study", help="a path study's directory (orbitlaw run --preset path ... --out STUDY)")
-    parser.add_argument("--name", required=True, help="the result files' name, e.g. path_reference_seed10")
+    parser.add_argument("study", nargs="?", help="a path study's directory (orbitlaw run --preset path ... --out STUDY)")
+    parser.add_argument("--name", help="the result files' name, e.g. path_reference_seed10")
+    parser.add_argument("--reread", metavar="FILE", help="a committed path result to read again by today's rules")
     parser.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "results"),
                         help="the directory to write to (default benchmarks/results)")
     args = parser.parse_args(argv)
+    if args.reread:
+        target = Path(args.reread)
+        result = json.loads(target.read_text())
+        rows = result["path"]
+        result["path_summary"] = summary(rows)
+        result["path_answer"] = answer(rows, result["config"]["path"])
+        result["answer_code_version"] = code_version()
+        write_result(target, result, result.get("controls_passes"), plot_rows=None)
+        print(f"read again {target}")
+        return
+    if not (args.study and args.name):
+        parser.error("give STUDY and --name, or --reread FILE")
     source = Path(args.study) / "results.json"
     if not source.is_file():
         raise SystemExit(f"{source}: no results.json (the study has not finished)")
