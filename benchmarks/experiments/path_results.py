@@ -46,7 +46,8 @@ def write_figure(target: Path, rows: list[dict], plot_rows: list[dict] | None = 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("study", nargs="?", help="a path study's directory (orbitlaw run --preset path ... --out STUDY)")
+    parser.add_argument("study", nargs="?",
+                        help="a path study's directory (orbitlaw run --preset path ... --out STUDY)")
     parser.add_argument("--name", help="the result files' name, e.g. path_reference_seed10")
     parser.add_argument("--reread", metavar="FILE", help="a committed path result to read again by today's rules")
     parser.add_argument("--to", default=str(Path(__file__).resolve().parents[1] / "results"),

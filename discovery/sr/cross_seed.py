@@ -170,13 +170,12 @@ def _departure_from_newton(expr: sympy.Expr, symbols, X: np.ndarray, y: np.ndarr
     ln(law / C_N * Newton's form), C_N the law's own best fit of Newton's form (the mean of ln(law / Newton's
     form) over the rows, so that a law of Newton's form is 0 on every resample), with (when ``seed`` is given) its
     95% interval over bootstrap resamples of whole systems (``groups``), the law held fixed and C_N refitted on
-    each resample. None unless every feature is one of r, m1, m2 with Newton's among them, the
-    metric is log and the law is positive and finite on every row."""
+    each resample (a feature Newton's law lacks has exponent 0 in his form). None unless Newton's own features (of
+    r, m1, m2) are among the features, the metric is log and the law is positive and finite on every row."""
     newton_k = verdicts.newton_exponents(quantity)
-    if not (set(features) <= set(newton_k) and {f for f, k in newton_k.items() if k} <= set(features)
-            and metric == "log" and np.all(X > 0)):
+    if not ({f for f, k in newton_k.items() if k} <= set(features) and metric == "log" and np.all(X > 0)):
         return None
-    basis = np.log(X) @ np.asarray([newton_k[f] for f in features], dtype=np.float64)
+    basis = np.log(X) @ np.asarray([newton_k.get(f, 0) for f in features], dtype=np.float64)
     with np.errstate(all="ignore"):
         law = np.log(laws.evaluate(expr, symbols, X))
     if not np.all(np.isfinite(law)):

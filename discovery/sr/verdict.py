@@ -129,8 +129,9 @@ def newton_test(X: np.ndarray, y: np.ndarray, features: list[str], quantity: str
     - **shown within** (``within``): positive evidence that the rows' law is Newton's at the precision. The free
       fit's departure from Newton's form, ``departure`` = RMS over the rows of (k - k_N) . (ln x - mean ln x) (in
       ln, the best constant fitted), has a 95% interval whose upper end is at most τ, and the constant's interval
-      lies inside [G e^-τ, G e^τ]. Both read intervals, so more noise or fewer systems widen them and can only
-      take ``within`` away (an intersection-union test: each condition at its own level).
+      (the simultaneous one above, so at the stricter level) lies inside [G e^-τ, G e^τ]. Both read intervals, so
+      more noise or fewer systems widen them and can only take ``within`` away (an intersection-union test: each
+      condition at its own level).
 
     ``resolution`` is what these rows at this precision tell apart from Newton: per exponent ``h + a`` (h the
     interval's larger half-width), for the constant ``h_C + τ`` (in ln), and as an RMS of ln ``τ + max(h * sd(ln x),
@@ -178,17 +179,17 @@ def newton_test(X: np.ndarray, y: np.ndarray, features: list[str], quantity: str
     if not (G_EXACT * math.exp(-precision - ROUND_OFF) <= c_lo and c_hi <= G_EXACT * math.exp(precision + ROUND_OFF)):
         short_of.append(f"the constant's interval [{c_lo:.4g}, {c_hi:.4g}] is not inside 4π² = {G_EXACT:.4g} "
                         f"within {precision:.0%}")
-    statistical = max(float(np.max(np.where(np.isfinite(spread), half * spread, 0.0))), c_half)
+    statistical = max(float(np.max(np.where(spread > 0, half * spread, 0.0))), c_half)
     units = len(np.unique(groups)) if groups is not None else len(y)
-    needed = (math.inf if precision <= 0 else max(units, math.ceil(units * (statistical / precision) ** 2)))
+    finite = precision > 0 and math.isfinite(statistical)
+    needed = max(units, math.ceil(units * (statistical / precision) ** 2)) if finite else None
     return {
         "consistent": not disagrees, "disagrees": disagrees, "within": not short_of and precision > 0,
         "short_of": short_of, "precision": float(precision),
         "departure": {"rms_ln": departure, "ci95": [d_lo, d_hi]},
-        "power": {"resolved": precision > 0 and statistical <= precision, "interval_rms_ln": statistical,
+        "power": {"resolved": finite and statistical <= precision, "interval_rms_ln": statistical,
                   "needed_rms_ln": float(precision), "units": int(units),
-                  "unit": "systems" if groups is not None else "rows",
-                  "units_needed": needed if math.isfinite(needed) else None},
+                  "unit": "systems" if groups is not None else "rows", "units_needed": needed},
         "exponents": dict(zip(features, map(float, free), strict=True)),
         "exponents_ci95": {f: [float(a), float(b)] for f, a, b in zip(features, lo, hi, strict=True)},
         "newton_exponents": dict(zip(features, map(int, target), strict=True)),
@@ -220,8 +221,8 @@ def unresolved_reasons(form: str, test: dict, exact_departure: tuple[float, list
     the power to tell a departure of twice the precision apart."""
     tau = test["precision"]
     reasons = [] if form == "newtonian" else [
-        f"the law ({form}) is not told apart from Newton's: every exponent and the constant reach Newton's within "
-        f"{tau:.0%}"]
+        f"the search's law ({form}) is not Newton's, but the rows do not tell their law apart from Newton's: the free "
+        f"fit's exponents and the constant reach Newton's within {tau:.0%}"]
     reasons += test["short_of"]
     ci = exact_departure[1] if exact_departure else None
     if ci is None:

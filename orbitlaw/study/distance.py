@@ -35,16 +35,17 @@ def row_distance(row: dict) -> dict | None:
 
 def pooled(rows: list[dict]) -> dict | None:
     """One rung's rows over seeds: ``{"seeds", "departures", "mean", "envelope", "resolution"}`` (None if no row
-    has a departure). ``resolution`` is the largest of the rows' (None where no row states one)."""
+    has a departure). ``resolution`` is the largest of the rows' (None where a row states none: such a rung is
+    never read as lost)."""
     measured = [(r["seed"], row_distance(r)) for r in rows]
     measured = [(s, d) for s, d in measured if d is not None]
     if not measured:
         return None
     deps = [d["departure"] for _, d in measured]
-    resolutions = [d["resolution"] for _, d in measured if d["resolution"] is not None]
+    resolutions = [d["resolution"] for _, d in measured]
     return {"seeds": [s for s, _ in measured], "departures": deps, "mean": sum(deps) / len(deps),
             "envelope": [min(d["ci95"][0] for _, d in measured), max(d["ci95"][1] for _, d in measured)],
-            "resolution": max(resolutions) if resolutions else None}
+            "resolution": None if None in resolutions else max(resolutions)}
 
 
 def effect(rung: dict, before: dict) -> dict:
@@ -56,7 +57,9 @@ def effect(rung: dict, before: dict) -> dict:
 
 def read_chain(by_rung: dict[str, list[dict]]) -> dict:
     """``{"rungs": [{"rung", **pooled, "effect"}], "lost_at": {"rung", "departure", "envelope", "resolution",
-    "rung_before", "envelope_before"} or None, "rule"}`` for one attention's rungs in order (name -> its rows)."""
+    "rung_before", "envelope_before"} or None, "rule"}`` for one attention's rungs in order (name -> its rows). A
+    rung none of whose rows has a departure is left out, so "the rung before" is the last one measured
+    (``rung_before`` names it)."""
     rungs, lost, before = [], None, None
     for name, rows in by_rung.items():
         here = pooled(rows)
