@@ -533,6 +533,13 @@ NUMBERS = [
     *[(BENCH_MD, "srbench.json", lambda d, law=law: srbench(d, "0.01", "orbital_laws")[law], f"{text}: {{}}")
       for law, text in (("hill_radius", "a(m/3M)^(1/3)"), ("kepler_third_law", "P = sqrt(a³/(M + m))"),
                         ("vis_viva", "the vis-viva speed"))],
+    *[(page, "verdict_power.json", lambda d: [d["summary"]["off_newtonian"], d["summary"]["newton_newtonian"]],
+       text) for page, text in ((README_, "G·m2·r^−1.93 `newtonian` in {0} tables (1-10% noise"),
+                                (README_, "Newton's own law `newtonian` in {1}"),
+                                (RESULTS_MD, "pass rule **met**: `newtonian` in {0} tables, Newton's own law in {1}"))],
+    (BENCH_MD, "verdict_power.json", lambda d: [d["summary"]["off_newtonian"].replace("/", " of "),
+                                                d["summary"]["newton_newtonian"].replace("/", " of ")],
+     "G·m2·r^−1.93 is `newtonian` in **{0}** tables; Newton's law at 1% on 3,000\nrows in **{1}**"),
     (README_, "near_newton.json", near_newton,
      "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
     (RESULTS_MD, "near_newton.json", near_newton,
