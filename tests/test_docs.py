@@ -540,6 +540,9 @@ NUMBERS = [
     (BENCH_MD, "verdict_power.json", lambda d: [d["summary"]["off_newtonian"].replace("/", " of "),
                                                 d["summary"]["newton_newtonian"].replace("/", " of ")],
      "G·m2·r^−1.93 is `newtonian` in **{0}** tables; Newton's law at 1% on 3,000\nrows in **{1}**"),
+    *[(page, "controls_bins_seed10.json", lambda d: (row(d["controls"], "mlp-W3-bins")["law"]["newton_test"][
+        "departure"]["rms_ln"], *row(d["controls"], "mlp-W3-bins")["law"]["newton_test"]["departure"]["ci95"]),
+       "{:.2%} [{:.2%}, {:.2%}] from Newton's form") for page in (CONTROLS_MD, RESULTS_MD, PATH_MD)],
     (README_, "near_newton.json", near_newton,
      "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
     (RESULTS_MD, "near_newton.json", near_newton,
