@@ -543,6 +543,9 @@ NUMBERS = [
     *[(page, "controls_bins_seed10.json", lambda d: (row(d["controls"], "mlp-W3-bins")["law"]["newton_test"][
         "departure"]["rms_ln"], *row(d["controls"], "mlp-W3-bins")["law"]["newton_test"]["departure"]["ci95"]),
        "{:.2%} [{:.2%}, {:.2%}] from Newton's form") for page in (CONTROLS_MD, RESULTS_MD, PATH_MD)],
+    *[(page, "near_newton_newton.json", lambda d: d["summary"]["newton_replicates_newtonian"], text)
+      for page, text in ((CONTROLS_MD, "in **{}** replicates"), (RESULTS_MD, "Newton `newtonian` in {} replicates |"),
+                         (README_, "under the positive-evidence rule Newton `newtonian` in {} replicates"))],
     (README_, "near_newton.json", near_newton,
      "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
     (RESULTS_MD, "near_newton.json", near_newton,
