@@ -546,6 +546,13 @@ NUMBERS = [
     *[(page, "near_newton_newton.json", lambda d: d["summary"]["newton_replicates_newtonian"], text)
       for page, text in ((CONTROLS_MD, "in **{}** replicates"), (RESULTS_MD, "Newton `newtonian` in {} replicates |"),
                          (README_, "under the positive-evidence rule Newton `newtonian` in {} replicates"))],
+    *[(page, "discover_tolerance1pct_newton.json", lambda d: (
+        f"{sum(r['cell_verdict'] == 'newtonian' for r in d['results'].values())}/{len(d['results'])}",
+        f"{sum(r['seed_verdicts']['newtonian'] for r in d['results'].values())}/"
+        f"{sum(r['seeds'] for r in d['results'].values())}"), text)
+      for page, text in ((README_, "the cell's verdict `newtonian` in {0} (seeds {1})"),
+                         (RESULTS_MD, "cell verdict `newtonian` in {0} cells, {1} seeds"),
+                         (BENCH_MD, "Every cell's verdict is `newtonian` ({0}; each seed's\n  own form {1})"))],
     (README_, "near_newton.json", near_newton,
      "Newton `newtonian` in {0} replicates; {1} of {2} resolved departures called `newtonian`"),
     (RESULTS_MD, "near_newton.json", near_newton,
