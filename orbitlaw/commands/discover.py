@@ -76,9 +76,9 @@ def run(args) -> int:
     print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
                                              "newton_departure_exact", "seeds_agreeing", "seeds", "rule")},
                       "disagrees": (law["newton_test"] or {}).get("disagrees"),
-                      "unresolved_reasons": law["unresolved_reasons"],
+                      "unresolved_reasons": law.get("unresolved_reasons", []),
                       "resolution_rms_ln": (law["resolution"] or {}).get("rms_ln"),
-                      "power": law["power"]}))
+                      "power": law.get("power")}))
     return 0
 
 
