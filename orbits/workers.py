@@ -8,9 +8,11 @@ worker whose parent is already gone exits at once. Elsewhere it does nothing.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
 
 PR_SET_PDEATHSIG = 1
 
@@ -26,3 +28,25 @@ def die_with_parent(parent: int) -> None:
             return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+
+
+_SHARED: dict[int, ProcessPoolExecutor] = {}
+
+
+def shared_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` spawned processes (:func:`die_with_parent`) kept for the life of this process, so that
+    many short jobs (a study's symbolic regressions, a few seconds each) pay a worker's start (its imports, about
+    five seconds) once rather than once a call. Call :func:`drop_shared_pool` after a failure: a pool whose jobs were
+    interrupted is not handed out again."""
+    pool = _SHARED.get(workers)
+    if pool is None:
+        pool = _SHARED[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                                      initializer=die_with_parent, initargs=(os.getpid(),))
+    return pool
+
+
+def drop_shared_pool(workers: int) -> None:
+    """Shut the shared pool of ``workers`` down, its queued jobs cancelled; the next :func:`shared_pool` starts anew."""
+    pool = _SHARED.pop(workers, None)
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)

@@ -252,3 +252,28 @@ def test_polishing_is_deterministic_within_a_process():
              F(1.3) * m1 / r * sympy.exp(sympy.exp(F(-12.5) * r))]
     runs = [[sympy.srepr(laws.polish(e, symbols, X, y, "log").expr) for e in exprs] for _ in range(6)]
     assert all(run == runs[0] for run in runs[1:])
+
+
+def test_worker_seeds_share_one_pool_and_match_one_process(monkeypatch):
+    # a study runs many short searches: their seeds go to one pool kept for the process (its workers start once),
+    # with the result of one process; a failed search drops the pool, so no queued seed outlives it
+    from orbitlaw.orbits import workers
+
+    data = table(newton, n=600, noise=0.01)
+    common = dict(features=NAMES, seeds=2, points=200, settings=SearchSettings(budget=2000))
+    one = discover_law(data, "F", workers=1, **common)
+    two = discover_law(data, "F", workers=2, **common)
+    pool = workers.shared_pool(2)
+
+    def seeds(law):  # each seed's result, less how long it took
+        return [{k: v for k, v in s.items() if k not in ("seconds", "cpu_seconds")} for s in law["per_seed"]]
+    assert seeds(discover_law(data, "F", workers=2, **common)) == seeds(two) == seeds(one)
+    assert workers.shared_pool(2) is pool  # the same workers served both runs
+    for key in ("expression", "verdict", "power_law"):
+        assert two[key] == one[key], key
+    from orbitlaw.discovery.sr import symbolic
+
+    monkeypatch.setattr(symbolic, "fit_seed_task", lambda task: task)  # cannot reach a worker: the search fails
+    with pytest.raises(Exception, match="pickle"):
+        discover_law(data, "F", workers=2, **common)
+    assert workers.shared_pool(2) is not pool  # the failed run's pool was dropped: the next one starts anew

@@ -44,6 +44,7 @@ def test_smoke_study_writes_results_and_report(study):
     assert results["oracle"]["probe_r2"] > 0.3  # the kNN oracle on the true state predicts the force
     assert {"expression", "newtonian"} <= set(results["oracle"]["law"])
     assert results["code_version"] and results["seeds"]["train"] == 0 and results["config"]["preset"] == "smoke"
+    assert {"train:lssar", "law:lstm", "controls:train:tokens"} <= set(Study(out, False).timings())  # the profile
     report = (out / "report.md").read_text()
     assert "| attention | val loss | loss @8x | loss @16x |" in report and "| lssar |" in report
     assert "\\|F\\| ±1% se" in report and "\\|a\\| ±1% se" in report  # each verdict cell states its rule
@@ -110,6 +111,10 @@ def test_stage_cache_is_keyed_by_config(tmp_path):
 
     s.source = "another-source"  # a code change: the same config runs again, its old outputs removed
     assert s.stage("x", {"a": 2}, [out], make(5)) == {"value": 5} and calls[-1] == 5
+    # each finished stage keeps how long it took (benchmarks/quickstart.py --profile reads them); a killed one none
+    timings = s.timings()
+    assert set(timings) == {"x", "y"} and all(set(t) == {"wall_seconds", "cpu_seconds"} for t in timings.values())
+    assert all(t["wall_seconds"] >= 0 for t in timings.values())
 
 
 @pytest.mark.parametrize("args, message", [

@@ -34,11 +34,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +48,7 @@ from orbitlaw.discovery.sr.backends import REFERENCE_OPERATORS, SearchSettings, 
 from orbitlaw.discovery.sr.cross_seed import cross_seed_verdict
 from orbitlaw.discovery.sr.seed_fit import PROTOCOLS, fit_seed_task
 from orbitlaw.discovery.sr.table import GROUP_COLUMN, MIN_POINTS, load_table
-from orbitlaw.orbits.workers import die_with_parent
+from orbitlaw.orbits.workers import drop_shared_pool, shared_pool
 from orbitlaw.provenance import write_json_atomic
 from orbitlaw.validate import FieldError, at_least
 
@@ -250,11 +247,13 @@ def discover_law(table, config: DiscoverConfig | str, *, progress: bool = False,
             write_json_atomic(resume / f"seed_{result['seed']}.json", {"digest": digest, "result": result})
         bar.update()
 
-    if workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=get_context("spawn"),
-                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            for result in pool.map(fit_seed_task, tasks):
+    if workers > 1 and len(tasks) > 1:  # one pool for the process: a study's many short searches start it once
+        try:
+            for result in shared_pool(workers).map(fit_seed_task, tasks):
                 record(result)
+        except BaseException:  # a failed or interrupted search leaves no queued seed behind for the next call
+            drop_shared_pool(workers)
+            raise
     else:
         for task in tasks:
             record(fit_seed_task(task))

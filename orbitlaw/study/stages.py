@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import resource
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,10 +71,30 @@ class Study:
         write_json_atomic(marker, {"key": key, "config": config, "source": self.source,
                                    "versions": dependency_versions(), "done": False})
         print(f"orbitlaw run: {name}", file=sys.stderr, flush=True)
+        start = _clock()
         result = fn()
+        timing = {k: round(v - start[k], 2) for k, v in _clock().items()}
         write_json_atomic(marker, {"key": key, "config": config, "source": self.source,
-                                   "versions": dependency_versions(), "done": True, "result": result})
+                                   "versions": dependency_versions(), "done": True, "result": result,
+                                   "timing": timing})
         return result
+
+    def timings(self) -> dict[str, dict]:
+        """Each finished stage's ``{"wall_seconds", "cpu_seconds"}`` as it last ran (``benchmarks/quickstart.py
+        --profile`` reads them); a stage served from the cache keeps the time of the run that made it."""
+        out = {}
+        for marker in sorted((self.out / "stages").glob("*.json")):
+            saved = json.loads(marker.read_text())
+            if saved.get("done") and "timing" in saved:
+                out[marker.stem.replace("__", ":")] = saved["timing"]
+        return out
+
+
+def _clock() -> dict[str, float]:
+    """Wall seconds, and CPU seconds of this process and of its finished children (worker pools, torchrun)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"wall_seconds": time.perf_counter(),
+            "cpu_seconds": time.process_time() + children.ru_utime + children.ru_stime}
 
 
 # ------------------------------------------------------------------------------------------------------
