@@ -322,7 +322,7 @@ def at_16x(key: str, attention: str):
 README_, RESULTS_MD, CONTROLS_MD, PATH_MD = "README.md", "docs/results.md", "docs/controls.md", "docs/path.md"
 PATH = "path_chain_seed10.json"
 PATH_RUNGS = ("positions", "bins-in", "no-noise", "bins-out", "budget", "whole", "tokens")
-BENCH_MD, EXPER_MD = "docs/benchmarks.md", "docs/experiments.md"
+BENCH_MD, EXPER_MD, RUN_MD = "docs/benchmarks.md", "docs/experiments.md", "docs/commands/run.md"
 SEED5, SEED10, WRONG_LAW = "controls_seed5.json", "controls_seed10.json", "control_wrong_law.json"
 SEED10_FIRST = "archive/controls_seed10_consistency_rule.json"  # the first run at --seed 10, the consistency rule
 UNTRAINED_6K, W1_6K = ("control_variant_probe-6k-every-window_W3-untrained.json",
@@ -619,8 +619,18 @@ NUMBERS = [
      "(target 1.5 s); `import torch` alone {2:.2f} s"),
     # performance
     (README_, "quickstart.json", lambda d: d["total_minutes"], "`study-smoke/report.md`: {:.1f} minutes on 2 idle CPU"),
-    (RESULTS_MD, "quickstart.json", lambda d: (d["total_minutes"], d["install_seconds"], d["study_seconds"]),
-     "{0:.1f} min in all: install {1:.1f} s, the `smoke` study {2:.1f} s"),
+    (RESULTS_MD, "quickstart.json", lambda d: (d["total_minutes"], d["install_seconds"], d["study_seconds"],
+                                               d["profile"]["by_kind"]["train"]["wall_seconds"],
+                                               d["profile"]["by_kind"]["controls:train"]["wall_seconds"]),
+     "{0:.1f} min in all: install {1:.1f} s, the `smoke` study {2:.1f} s; its slowest stages the three pretrainings "
+     "({3:.1f} s) and the controls' ({4:.1f} s"),
+    *[(page, "quickstart.json", lambda d: round(d["study_seconds"] / 60, 1), "| the study {:.1f} min on 2 idle CPU")
+      for page in (README_, RUN_MD)],
+    (RESULTS_MD, "quickstart.json", lambda d: (d["suite"]["suite_seconds"], d["suite"]["suite_seconds"] / 60,
+                                               d["suite"]["exit_code"], d["suite"]["slowest"][0]["seconds"]),
+     "| {0:.1f} s ({1:.1f} min), exit {2}; its slowest test the smoke study's fixture, {3:.1f} s"),
+    (README_, "quickstart.json", lambda d: d["suite"]["suite_seconds"] / 60,
+     "`.ci/run`; {:.1f} minutes on 2 idle\nCPU cores in a fresh clone"),
     (RESULTS_MD, "simulate.json", lambda d: (round(d["results"]["orbitlaw"]["seq_per_s"], -2),
                                              d["full_set_minutes_orbitlaw"], d["speedup_vs_rebound_whfast"]),
      "{0:,.0f} sequences/s; the 10M-sequence set in {1:.1f} min; REBOUND WHFast {2:.0f}x slower"),
