@@ -38,11 +38,12 @@ def small_disk(tmp_path):
 
 def tiny_controls(seeds: tuple[int, ...] = (0,)) -> dict:
     """The controls of :mod:`orbitlaw.study.controls` at the fewest steps that run every stage (training 8 steps,
-    the fine-tuned probe 4, the linear probe, one symbolic-regression seed): for tests of a study's plumbing,
-    not of what the models learn."""
+    the fine-tuned probe 4, the linear probe, one symbolic-regression seed; the ``tokens`` row 4 steps of 4
+    sequences): for tests of a study's plumbing, not of what the models learn."""
     from orbitlaw.study import presets
 
-    return presets._controls(64, 48, 8, 4, list(seeds), {"seeds": 1, "points": 300, "restarts": 1, "budget": 2000}, 4)
+    return presets._controls(64, 48, 8, 4, list(seeds), {"seeds": 1, "points": 300, "restarts": 1, "budget": 2000}, 4,
+                             token_batch=4)
 
 
 def tiny_train_config(data, out, **kw):

@@ -70,9 +70,10 @@ def _train(preset: str, pos: str, steps: int, batch: int, lr: float, schedule: s
 
 
 def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: list[int], discover: dict,
-              token_steps: int) -> dict:
+              token_steps: int, token_batch: int = 16) -> dict:
     """The controls of :mod:`orbitlaw.study.controls` at a given size (``binary`` data; ``probe`` systems in the
-    probe set: the fine-tuned probe trains on the first three quarters and holds out the last quarter)."""
+    probe set: the fine-tuned probe trains on the first three quarters and holds out the last quarter; the
+    ``tokens`` row trains ``token_steps`` steps of ``token_batch`` sequences)."""
     quarter = probe // 4
     orbits = {"a_range": [2.0, 3.0]}  # 0.4-1.6 rad a step: W = 3 steps resolve the curvature (module docstring)
     return {
@@ -93,8 +94,8 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
                   "checkpoint_every": max(1, steps // 4),
                   "log_every": max(1, steps // 20), "eval_sequences": 32},
         "full_train": {"batch_size": 32},
-        "token_train": _train("tiny", "rope", token_steps, 16, 1e-3, "cosine", max(1, token_steps // 10), token_steps,
-                              max(1, token_steps // 4), max(1, token_steps // 20), 16),
+        "token_train": _train("tiny", "rope", token_steps, token_batch, 1e-3, "cosine", max(1, token_steps // 10),
+                              token_steps, max(1, token_steps // 4), max(1, token_steps // 20), 16),
         # the fine-tuned probe: 3,000 cosine steps on 3,000 training systems (the weak corner of the prior,
         # m2 < 0.3 M_sun and r > 3 AU, needs them), the held-out quarter (1,000 systems) read by symbolic
         # regression; windows_per_sequence 25: each step reads a quarter of each sequence's windows, drawn anew
@@ -209,13 +210,13 @@ STUDY_PRESETS: dict[str, StudyPreset] = {p.name: p for p in (
         {"preset": "two-body", "splits": {"train": 256, "val": 32}}, {"preset": "two-body", "splits": {"train": 120}},
         # every stage at the fewest steps that exercise it (a loss curve of four points, a resumable checkpoint
         # half-way): its numbers only show that the pipeline works
-        _train("tiny", "rope", 16, 8, 1e-3, "cosine", 4, 8, 8, 4, 8, seed=0),
+        _train("tiny", "rope", 16, 4, 1e-3, "cosine", 4, 8, 8, 4, 8, seed=0),
         {"sequences": 16, "extrapolation_sequences": 1},
         {"steps": 16, "batch": 8, "checkpoint_every": 8, "train_sequences": 100, "heldout_sequences": 20,
          "eval_train_sequences": 16, "near_train": 1000},
         8, {"sequences": 100, "steps_per_sequence": 5}, _SMOKE_SR, 2, ["lstm"],
         {"datasets": 2, "sequences": 6, "iterations": 3, "samples": 60}, {"prompt_steps": 8, "steps": 24},
-        _controls(64, 48, 8, 4, [0], _SMOKE_SR, 4)),
+        _controls(64, 48, 8, 4, [0], _SMOKE_SR, 4, token_batch=4)),
         notes=_TINY_NOTES, pipeline_check=True),
     StudyPreset("cpu", "about an hour on 2 cores", _model_study(
         {"preset": "two-body", "splits": {"train": 20_000, "val": 256}},
