@@ -67,10 +67,7 @@ DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S+)$")
 
 def durations(clone: Path, env: dict) -> dict:
     """The README's test command in ``clone`` (module docstring): its wall seconds, outcome and 20 slowest tests."""
-    start = time.perf_counter()
-    subprocess.run(["pip", "install", "-q", "torch==2.13.0", "-e", ".[dev]"], cwd=clone, env=env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    install = time.perf_counter() - start
+    install = timed(["pip", "install", "-q", "torch==2.13.0", "-e", ".[dev]"], clone, env)
     start = time.perf_counter()
     done = subprocess.run(["python", "-m", "pytest", "-q", "--durations=20",
                            "-p", "no:cacheprovider"], cwd=clone, env=env, capture_output=True, text=True)
