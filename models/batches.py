@@ -125,7 +125,7 @@ def check_vocab(model_cfg: GPTConfig, split) -> None:
     spec = split.tokenizer
     if model_cfg.regression:  # reads positions, not token ids; its bins, if any, must be the dataset's tokeniser's
         bins = (model_cfg.position_bins, model_cfg.bin_lo, model_cfg.bin_hi)
-        if "bins" in (model_cfg.inputs, model_cfg.outputs) and bins != (spec.num_bins, spec.lo, spec.hi):
+        if {"bins", "centres"} & {model_cfg.inputs, model_cfg.outputs} and bins != (spec.num_bins, spec.lo, spec.hi):
             raise ValueError(f"the model's bins ({bins[0]} over [{bins[1]}, {bins[2]}) AU) are not the dataset's "
                              f"tokeniser's ({spec.num_bins} over [{spec.lo}, {spec.hi}) AU)")
         return

@@ -13,7 +13,8 @@ everything around them stay the same, so the class is the sequence model of ever
 The regression variant takes continuous coordinates (B, T, 2) in AU and predicts the next ones with MSE. Its
 ``inputs`` and ``outputs`` can each be the tokeniser's bins instead (``"bins"``: ``num_bins`` uniform bins over
 [``bin_lo``, ``bin_hi``) AU, 7000 over [-50, 50] as ``orbitlaw.orbits.tokenizer``): the positions are read as
-bin ids through the token embeddings, or the next position is predicted as a distribution over its bins with
+bin ids through the token embeddings (or, ``inputs="centres"``, snapped to their bins' centres and still read in
+AU, so that the bins' values and their embedding can change one at a time), or the next position is predicted as a distribution over its bins with
 cross-entropy. The data stay continuous, so each of these changes alone turns the control GPT, one step at a
 time, into a GPT over the toolkit's tokens (``orbitlaw.study.path``).
 
@@ -46,6 +47,7 @@ from orbitlaw.validate import FieldError, at_least, positive
 WINDOW_ENDS = ("planet", "step")
 WINDOW_LOSSES = ("all", "last")
 READOUTS = ("positions", "bins")  # a regression model's inputs and outputs: AU, or the tokeniser's bins
+INPUTS = ("positions", "centres", "bins")  # its inputs may also be the bins' centres, in AU
 
 
 @dataclass
@@ -85,7 +87,7 @@ class GPTConfig:
     arch: str = "gpt"  # the core, one of orbitlaw.models.architectures.ARCHITECTURES
     window_end: str = "planet"  # model windows end at a planet's token or at the step's last
     window_loss: str = "all"  # a model window's loss: every position, or the last prediction only
-    inputs: str = "positions"  # a regression model reads positions in AU, or their bin ids ("bins")
+    inputs: str = "positions"  # a regression model reads positions in AU, their bins' centres in AU, or bin ids
     outputs: str = "positions"  # ... predicts the next position in AU (MSE), or its bins (cross-entropy)
     bin_lo: float = -50.0  # the bins' range in AU (num_bins of them: position_bins)
     bin_hi: float = 50.0
@@ -115,11 +117,12 @@ class GPTConfig:
         if (self.window_end, self.window_loss) != ("planet", "all") and not (self.regression and self.chunk):
             raise FieldError(message="`window_end` and `window_loss` choose how a chunked regression model is "
                              "trained (`chunk_steps`)")
-        for name in ("inputs", "outputs"):
-            if getattr(self, name) not in READOUTS:
-                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {' or '.join(READOUTS)}")
-            if getattr(self, name) == "bins" and not self.regression:
-                raise ValueError(f"{name}='bins' is for a regression model (a token model reads and predicts bins)")
+        for name, allowed in (("inputs", INPUTS), ("outputs", READOUTS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {', '.join(allowed)}")
+            if getattr(self, name) != "positions" and not self.regression:
+                raise ValueError(f"{name}={getattr(self, name)!r} is for a regression model (a token model reads "
+                                 "and predicts bins)")
         if not self.bin_hi > self.bin_lo:
             raise ValueError(f"bin range must have bin_hi > bin_lo, got [{self.bin_lo}, {self.bin_hi})")
         if self.chunk is not None and not 1 <= self.chunk <= self.block_size:
@@ -171,7 +174,7 @@ class GPT(nn.Module):
         config.validate()
         self.config = config
         d = config.n_embd
-        if config.regression and config.inputs == "positions":
+        if config.regression and config.inputs in ("positions", "centres"):
             self.wte = nn.Linear(2, d, bias=config.bias)
         else:  # token ids, or a regression model's bin ids (position bins only)
             rows = config.position_bins if config.regression else config.vocab_size
@@ -283,7 +286,9 @@ class GPT(nn.Module):
         if c.pos == "learned" and T > c.block_size:
             raise ValueError(f"context of {T} tokens is longer than the learned-position block "
                              f"{c.block_size}; use --pos rope for longer contexts")
-        if c.regression and c.inputs == "positions":
+        if c.regression and c.inputs == "centres":  # positions in AU, snapped to their bins' centres
+            x = self.wte(c.bin_centres(c.bin_ids(tokens)).to(self.wte.weight.dtype))
+        elif c.regression and c.inputs == "positions":
             x = self.wte(tokens.to(self.wte.weight.dtype))
         else:
             if c.regression:  # positions in AU, read as their bins

@@ -44,6 +44,19 @@ def test_bin_outputs_predict_a_distribution_over_each_coordinates_bins():
     torch.testing.assert_close(kept, expected)
 
 
+def test_centre_inputs_read_the_bins_centres_in_au_through_the_position_embedding():
+    centres = build_model("control", inputs="centres", **SMALL)
+    plain = build_model("control", **SMALL)
+    plain.load_state_dict(centres.state_dict())  # the same parameters: a linear embedding of 2 coordinates
+    x = torch.randn(3, 6, 2, dtype=torch.float64) * 3
+    snapped = centres.config.bin_centres(centres.config.bin_ids(x))
+    torch.testing.assert_close(centres(x.float())[0], plain(snapped)[0])
+    # positions within one bin read alike; the next bin does not
+    jitter = snapped.double() + 0.4 * centres.config.bin_centres(torch.ones(1)).new_tensor(0.0143)
+    torch.testing.assert_close(centres(jitter.float())[0], centres(snapped)[0])
+    assert not torch.allclose(centres((snapped + 0.0143 * 1.5).float())[0], centres(snapped)[0])
+
+
 def test_each_end_starts_as_the_token_gpt_does():
     both = build_model("control", inputs="bins", outputs="bins", embed_init="fourier", n_embd=32, n_head=2)
     tokens = build_model("tiny", embed_init="fourier", n_embd=32, n_head=2, n_layer=2)
@@ -81,7 +94,7 @@ def test_each_rung_changes_exactly_what_it_says():
     changed = [sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
                for a, b in zip(flat, flat[1:], strict=False)]
     schedule = ["checkpoint_every", "log_every", "warmup_steps", "eval_every"]  # follow from max_steps
-    assert changed == [["model.embed_init", "model.inputs"], ["input_noise"], ["model.outputs"],
+    assert changed == [["model.inputs"], ["model.embed_init", "model.inputs"], ["input_noise"], ["model.outputs"],
                        sorted(["batch_size", "max_steps", *schedule]), ["chunk_steps", "window_end", "window_loss"]]
     assert flat[-1]["max_steps"] == config["path"]["whole_train"]["max_steps"]
 
@@ -102,6 +115,14 @@ def test_rung_zero_is_the_positive_control_itself():
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names))
     assert "bins-in-lssar-s10" in names and "whole-laser-s10" in names and "budget-laser-s10" in names
+    assert "centres-in-softmax-s10" in names and "centres-in-laser-s10" in names
+    # one untrained negative at bins-in: bins-in's softmax model, one step at lr 0, at the first seed only
+    neg = next(r for r in rows if r["name"] == path.UNTRAINED)
+    bins_in = next(r for r in rows if r["name"] == "bins-in-softmax-s10")
+    assert neg["negative"] and neg["train"]["model_overrides"] == bins_in["train"]["model_overrides"]
+    assert (neg["train"]["max_steps"], neg["train"]["lr"], neg["train"]["input_noise"]) == (1, 0.0, 0.0)
+    later = path.configurations(config["controls"], config["path"], [11])
+    assert path.UNTRAINED not in {r["name"] for r in later}
     assert {"tokens", "tokens-lssar-s10", "tokens-laser-s10"} <= set(names)
     # the whole rung's own row is the width-64, 1x cell: not trained twice
     assert "whole-softmax-w64-x1-s10" not in names and "whole-softmax-w128-x1-s10" in names
@@ -225,7 +246,8 @@ def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     assert main(["run", "--preset", "path", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     results = json.loads((out / "results.json").read_text())
     rows = {r["name"]: r for r in results["path"]}
-    assert list(rows) == ["positions-lssar-s0", "bins-in-lssar-s0", "no-noise-lssar-s0", "bins-out-lssar-s0",
+    assert list(rows) == ["positions-lssar-s0", "centres-in-lssar-s0", "bins-in-lssar-s0", "no-noise-lssar-s0",
+                          "bins-out-lssar-s0",
                           "budget-lssar-s0", "whole-lssar-s0", "whole-lssar-w64-x0.5-s0", "tokens-lssar-s0"]
     assert rows["whole-lssar-w64-x0.5-s0"]["steps"] == 3 and rows["whole-lssar-s0"]["steps"] == 6
     run_config = json.loads((out / "controls" / "runs" / "bins-out-lssar-s0" / "config.json").read_text())
@@ -234,7 +256,9 @@ def test_the_path_preset_runs_as_one_command(monkeypatch, tmp_path):
     for r in rows.values():
         assert r["law"]["verdict"] and r["law"]["rule"]["quantity"] == "acceleration"
         assert r["law_frozen"]["verdict"] and isinstance(r["m1_over_r2"], bool) and r["training_tokens"] > 0
-    assert len(results["path_summary"]) == 8 and results["config"]["path"]["attentions"] == ["lssar"]
+    assert len(results["path_summary"]) == 9 and results["config"]["path"]["attentions"] == ["lssar"]
+    centres = json.loads((out / "controls" / "runs" / "centres-in-lssar-s0" / "config.json").read_text())
+    assert centres["model"]["inputs"] == "centres" and centres["model"]["embed_init"] == "normal"
     assert [r["name"] for r in results["controls"]] == ["W1", "W3-untrained"]  # no softmax rung 0 here
     assert results["controls_passes"] is None and results["path_answer"]["lssar"]["restored"] is None
     report = (out / "report.md").read_text()
@@ -390,6 +414,26 @@ def _d(name, rung, index, seed, d, ci, resolution=0.015, attention="softmax"):
     return {**_r(name, rung, index, attention, False, seed=seed),
             "law": {"newton_departure_exact": d, "newton_departure_exact_ci95": list(ci),
                     "resolution": {"rms_ln": resolution}}}
+
+
+def test_the_untrained_negative_at_bins_in_is_read_apart_from_the_chain(tmp_path):
+    rows = [_d(f"W3-s{s}", "positions", 0, s, 0.009, (0.008, 0.0095)) for s in (0, 1)]
+    rows += [_d(f"bins-in-softmax-s{s}", "bins-in", 2, s, d, (d - 0.001, d + 0.001)) for s, d in ((0, 0.011), (1, 0.013))]
+    untrained = {**_d(path.UNTRAINED, path.UNTRAINED, 2, 0, 0.018, (0.016, 0.02)), "negative": True}
+    a = path.answer(rows + [untrained], {"attentions": ["softmax"]})["softmax"]
+    assert [g["rung"] for g in a["by_distance"]["rungs"]] == ["positions", "bins-in"]  # not a rung of the chain
+    assert a["untrained"]["beyond"] and a["untrained"]["row"]["departure"] == 0.018
+    assert a["untrained"]["bins_in"]["envelope"] == pytest.approx([0.01, 0.014])
+    near = {**untrained, "law": {**untrained["law"], "newton_departure_exact_ci95": [0.012, 0.02]}}
+    assert path.answer(rows + [near], {"attentions": ["softmax"]})["softmax"]["untrained"]["beyond"] is False
+    assert path.UNTRAINED not in path.replication(rows + [untrained], {"attentions": ["softmax"],
+                                                                         "replicate": "every-rung"})
+    from orbitlaw.study.figures import plot_path
+    from orbitlaw.study.report import path_section
+    drawn = [{**r, "training_tokens": 1000, "width_row": False} for r in rows + [untrained]]
+    assert plot_path(drawn, tmp_path / "path.png", 0.01).stat().st_size > 5_000
+    text = "\n".join(path_section([], [], {"softmax": a}))
+    assert "against the untrained negative at `bins-in`" in text and "beyond it." in text
 
 
 def test_the_path_is_read_by_distance_and_a_step_inside_the_resolution_is_not_a_loss():

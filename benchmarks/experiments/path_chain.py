@@ -1,7 +1,8 @@
 """The path's rung chain and its replication, before its size rows: what two CPU cores can run in a session.
 
     python benchmarks/experiments/path_chain.py --out STUDY [--seed 10] [--preset path] [--workers 2]
-        [--replicate all|windows|none] [--result FILE.json]
+        [--replicate all|windows|none] [--attention softmax,lssar] [--rungs positions,centres-in,...]
+        [--result FILE.json]
 
 ``orbitlaw run --preset path`` trains the whole-sequence rows first, the size rows among them: at the 9x budget
 each takes 45-90 min on one core, about 9 h of the two cores for the size rows and their replication. This
@@ -14,6 +15,8 @@ size rows, is null) and the controls' pass rule on the study. ``--replicate none
 and names the rows the replication rule chose without running them; ``--replicate windows`` runs only their
 windowed rows (rungs 0-4), which take minutes, and leaves the whole-sequence ones (``whole``, ``tokens``) for
 later (``replication_run`` says which). Until every chosen row has run, the answer is not the replicated one.
+``--attention`` and ``--rungs`` (names of :func:`orbitlaw.study.path.chosen_rungs`) run fewer rows of the same
+study: they only leave rows out, so a later full run resumes from these.
 Nothing in the design, the rule or the data differs from the preset's; the order, and the size rows left for
 later, are stated in docs/path.md.
 Writes ``benchmarks/results/path_chain_seed<S>.json`` unless ``--result`` names another file, and beside it the
@@ -34,16 +37,22 @@ from orbitlaw.provenance import code_version, dependency_versions, write_json_at
 from orbitlaw.study import stages
 from orbitlaw.study.controls import configurations as control_configurations
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.path import NEGATIVES, _annotate, _first_seed_name, answer, configurations, replication, summary
+from orbitlaw.study.path import (NEGATIVES, _annotate, _first_seed_name, answer, chosen_rungs, configurations,
+                                 replication, summary)
 from orbitlaw.study.pipeline import check_same_study, path_passes
 from orbitlaw.study.presets import study_config
 
 
-def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "all") -> dict:
-    """Run (or resume) the chain and its replication in the study ``out``; the result's dictionary."""
+def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "all",
+              attentions: list[str] | None = None, rungs: list[str] | None = None) -> dict:
+    """Run (or resume) the chain and its replication in the study ``out`` (only ``attentions`` and ``rungs``
+    where given); the result's dictionary."""
     start = time.time()
-    config = study_config(preset, None, seed, "orbitlaw", None, None)
+    config = study_config(preset, attentions, seed, "orbitlaw", None, None)
     controls, path = config["controls"], config["path"]
+    if rungs:
+        path["rungs"] = rungs
+        chosen_rungs(path)  # a one-line error for an unknown name, before anything runs
     study = stages.Study(out, False)
     check_same_study(study, config)  # a study of another protocol, seed or size there would be overwritten
     if not study.path("study.json").exists():
@@ -90,9 +99,14 @@ def main() -> None:
     parser.add_argument("--replicate", default="all", choices=["all", "windows", "none"],
                         help="which of the replication rule's rows to run at the other seeds: all; windows (rungs "
                         "0-4, the whole-sequence rows left for later); none (name them only)")
+    parser.add_argument("--attention", help="comma-separated attentions to run (default: the preset's)")
+    parser.add_argument("--rungs", help="comma-separated rungs to run (default: every rung, the anchor and the "
+                        "untrained negative at bins-in)")
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_chain_seed<S>.json)")
     args = parser.parse_args()
-    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate)
+    split = (lambda text: text.split(",") if text else None)
+    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate, split(args.attention),
+                       split(args.rungs))
     target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
     write_result(target, result, result["controls_passes"])
     print("answer:", result["path_answer"])

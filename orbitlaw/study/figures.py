@@ -245,6 +245,8 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
     squares at the others). ``precision``: the verdict rule's precision, drawn as a dashed line."""
     if not rows:
         raise ValueError("no path rows to draw")
+    negatives = [r for r in rows if r.get("negative") and _departure(r)]
+    rows = [r for r in rows if not r.get("negative")]
     rungs = sorted({(r["rung_index"], r["rung"]) for r in rows})
     attentions = list(dict.fromkeys(r["attention"] for r in rows))
     colours = _colours(attentions or ["softmax"])
@@ -280,6 +282,10 @@ def plot_path(rows: list[dict], out: Path, precision: float | None = None) -> Pa
             if again:
                 right.scatter([r["training_tokens"] for r in again], [_departure(r)[0] for r in again],
                               marker="o" if smallest else "s", facecolors="none", edgecolors=colours[attention])
+    for r in negatives:  # an untrained negative control, at the rung whose model it is
+        d = _departure(r)
+        left.errorbar([r["rung_index"] + 0.3], [d[0]], yerr=_bars(np.array([d])), marker="x", capsize=3,
+                      color="grey", linestyle="none", label=r["name"])
     for ax in (left, right):
         if precision:
             ax.axhline(100 * precision, color="grey", linestyle=":", label=f"rule's precision ({precision:.0%})")

@@ -10,13 +10,21 @@ attention's chain only the rung's own change differs:
 0. ``positions``: the positive control (for softmax, the controls' W3-s<k> rows themselves): positions in
    AU in, the next position in AU out (MSE), windows of W = 3 steps ending at the step, the loss on the
    window's last prediction, 0.005 AU of input noise;
-1. ``bins-in``: the inputs are the tokeniser's bin ids of those positions (7000 bins over [-50, 50] AU,
-   0.0143 AU wide), embedded as the toolkit's GPT embeds tokens (Fourier-initialised tables);
-2. ``no-noise``: no input noise (the tokens are the orbit's bins);
-3. ``bins-out``: the next position is predicted as a distribution over its bins, with cross-entropy;
-4. ``budget``: the training budget of the whole-sequence rung (``path["whole_train"]``: its batch and steps),
+1. ``centres-in``: the inputs are those positions snapped to the centres of the tokeniser's bins (7000 bins over
+   [-50, 50] AU, 0.0143 AU wide), still read in AU by the same linear embedding: what the bins' values cost;
+2. ``bins-in``: the same bins read as ids, embedded as the toolkit's GPT embeds tokens (Fourier-initialised
+   tables): what reading them through an embedding costs;
+3. ``no-noise``: no input noise (the tokens are the orbit's bins);
+4. ``bins-out``: the next position is predicted as a distribution over its bins, with cross-entropy;
+5. ``budget``: the training budget of the whole-sequence rung (``path["whole_train"]``: its batch and steps),
    still on windows, so that the next rung changes the context alone;
-5. ``whole``: whole sequences, the loss at every position, no windows.
+6. ``whole``: whole sequences, the loss at every position, no windows.
+
+Beside the chain, ``bins-in-untrained`` (softmax) is ``bins-in``'s model at its initialisation (one step at
+learning rate 0, no noise, as the controls' ``W3-untrained``): a negative control at the bin-id inputs, whose
+Fourier-initialised tables already map positions readably, so that a trained ``bins-in`` row counts as having
+learned more than its inputs give only where it is closer to Newton than that untrained row
+(:data:`UNTRAINED_RULE`; :func:`answer`'s ``untrained``).
 
 Beside them, ``tokens`` (softmax: the controls' own ``tokens`` row) is the toolkit's ``tiny`` GPT on the
 token sequences themselves: the anchor the path walks toward, differing from ``whole`` in more than one way
@@ -25,7 +33,8 @@ token sequences themselves: the anchor the path walks toward, differing from ``w
 Why this order: the quantisation comes first because it is the change most likely to lose the law: the
 bins' RMS error (0.0041 AU) is the size of the input noise that already blurs a W = 3 window's curvature
 (at 0.02 AU the curvature blurs by up to 12%), so if tokens lose Newton, the loss should show at rung 1
-with the output and the context left as they were. The noise goes next, so that rung 2's inputs are the
+with the output and the context left as they were; it is split in two (the bins' centres, then their ids) so that
+the quantisation and the embedding that reads it are told apart. The noise goes next, so that rung 2's inputs are the
 tokens exactly. The output follows (rung 3: cross-entropy over bins can only say where the next position
 falls to 0.0143 AU, coarser than the step-to-step change of the curvature term). The context changes last
 because it changes what the probe reads (every position of a whole sequence, not a window ending at the
@@ -58,7 +67,10 @@ from orbitlaw.study import distance
 RUNGS = [
     {"name": "positions", "change": "the positive control: positions (AU) in, MSE on the next position, W = 3",
      "train": {}},
-    {"name": "bins-in", "change": "inputs: the tokeniser's bin ids (0.0143 AU) instead of positions in AU",
+    {"name": "centres-in", "change": "inputs: positions snapped to the tokeniser's bin centres (0.0143 AU), still "
+     "read in AU", "train": {"model_overrides": {"inputs": "centres"}}},
+    {"name": "bins-in", "change": "inputs: the same bins read as ids through the embedding (Fourier-initialised "
+     "tables) instead of their centres in AU",
      "train": {"model_overrides": {"inputs": "bins", "embed_init": "fourier"}}},
     {"name": "no-noise", "change": "no input noise (the tokens are the orbit's exact bins)",
      "train": {"input_noise": 0.0}},
@@ -75,6 +87,12 @@ TOKENS = {"name": "tokens", "change": "the anchor: the toolkit's tiny GPT on the
           "tokens row; width 128, rotary positions, its own lr, the time-step token)"}
 WHOLE = RUNGS.index(next(r for r in RUNGS if r["name"] == "whole"))
 NEGATIVES = ("W1", "W3-untrained")
+UNTRAINED = "bins-in-untrained"
+UNTRAINED_RULE = ("the trained bins-in rows learned more than their inputs give only where their pooled departure "
+                  "interval lies wholly below the untrained bins-in row's 95% interval; else their distance from "
+                  "Newton is no evidence that training on bin ids learned the law")
+"""The negative at the bin-id inputs (written before its first run): how close to Newton the probe comes on
+``bins-in``'s model at its initialisation."""
 
 
 def _merge(train: dict, change: dict) -> dict:
@@ -116,9 +134,9 @@ def row_name(rung: str, attention: str, seed: int, width: int | None = None, bud
 
 
 def chosen_rungs(path: dict) -> list[str]:
-    """The rungs whose rows run: ``path["rungs"]`` (the reference protocol's top rungs, docs/path.md), or every rung
-    and the anchor; a one-line ValueError for a name that is neither."""
-    every = [r["name"] for r in RUNGS] + [TOKENS["name"]]
+    """The rungs whose rows run: ``path["rungs"]`` (the reference protocol's top rungs, docs/path.md), or every rung,
+    the anchor and :data:`UNTRAINED`; a one-line ValueError for a name that is none of them."""
+    every = [r["name"] for r in RUNGS] + [TOKENS["name"], UNTRAINED]
     chosen = path.get("rungs", every)
     unknown = [name for name in chosen if name not in every]
     if unknown:
@@ -147,10 +165,12 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
             control = attention == "softmax" and r["rung"] == "positions"
             for seed in (controls["seeds"] if control and seeds == controls["seeds"][:1] else seeds):
                 rows.append(_row(r, attention, seed))
+    if UNTRAINED in chosen and "softmax" in path["attentions"] and seeds == controls["seeds"][:1]:
+        rows.append(_untrained(next(r for r in rungs if r["rung"] == "bins-in"), seeds[0]))
     whole = rungs[WHOLE]
     sizes = path.get("sizes", {})
     base_width = whole["train"]["model_overrides"].get("n_embd")
-    for attention in size_attentions(path):
+    for attention in size_attentions(path) if "whole" in chosen else []:  # the size rows are the whole rung's
         for width in sizes["widths"]:
             for budget in sizes["budgets"]:
                 if (width, budget) == (base_width, 1):
@@ -167,6 +187,15 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
                              "rung_index": len(RUNGS), "change": TOKENS["change"], "seed": seed,
                              "width": None, "budget": None})
     return rows
+
+
+def _untrained(rung: dict, seed: int) -> dict:
+    """:data:`UNTRAINED`: ``rung``'s softmax model at its initialisation (one step at learning rate 0, no noise, as
+    the controls' ``W3-untrained``), a negative control marked ``negative``."""
+    row = _row(rung, "softmax", seed)
+    row["train"].update(max_steps=1, lr=0.0, input_noise=0.0, checkpoint_every=1, eval_every=1, log_every=1)
+    return {**row, "name": UNTRAINED, "rung": UNTRAINED, "negative": True,
+            "change": f"negative control: {rung['rung']}'s model untrained (one step at learning rate 0)"}
 
 
 def _row(rung: dict, attention: str, seed: int, width: int | None = None, budget: float | None = None) -> dict:
@@ -195,11 +224,11 @@ def replication(rows: list[dict], path: dict) -> list[str]:
     first = min(r["seed"] for r in rows)
     chosen = []
     if path.get("replicate") == "every-rung":
-        chosen = [r["name"] for r in sorted(rows, key=lambda r: r["rung_index"])
-                  if not r["width_row"] and r["seed"] == first and r["attention"] in path["attentions"]]
+        chosen = [r["name"] for r in sorted(rows, key=lambda r: r["rung_index"]) if not r["width_row"] and
+                  not r.get("negative") and r["seed"] == first and r["attention"] in path["attentions"]]
     for attention in path["attentions"]:
-        chain = sorted((r for r in rows if not r["width_row"] and r["seed"] == first and r["attention"] == attention),
-                       key=lambda r: r["rung_index"])
+        chain = sorted((r for r in rows if not r["width_row"] and not r.get("negative") and r["seed"] == first and
+                        r["attention"] == attention), key=lambda r: r["rung_index"])
         for a, b in zip(chain, chain[1:], strict=False):
             if a["newtonian"] != b["newtonian"] and path.get("replicate") != "every-rung":
                 chosen += [a["name"], b["name"]]
@@ -218,8 +247,11 @@ def answer(rows: list[dict], path: dict) -> dict:
     k/n of both; ``restored`` (a row at the largest budget newtonian in at least 2 of 3 seeds; None, not measured,
     where the attention has no size row at the largest budget); and, per attention other than softmax,
     ``differs_from_softmax`` (another ``lost_at``, or at some rung first-seed departure intervals that do not
-    overlap)."""
+    overlap). Softmax's reading has ``untrained`` too where :data:`UNTRAINED` ran (:data:`UNTRAINED_RULE`): that
+    row's distance and whether the trained ``bins-in`` rows lie ``beyond`` it (closer to Newton)."""
     first = min(r["seed"] for r in rows)
+    negatives = [r for r in rows if r.get("negative")]
+    rows = [r for r in rows if not r.get("negative")]
     out = {}
     for attention in path["attentions"]:
         mine = [r for r in rows if r["attention"] == attention and not r["width_row"]]
@@ -248,6 +280,10 @@ def answer(rows: list[dict], path: dict) -> dict:
                           "largest_budget_newtonian": {f"w{w}": f"{k}/{n}" for w, (k, n) in shares.items()}
                           if shares else None,
                           "restored": any(3 * k >= 2 * n and n >= 3 for k, n in shares.values()) if shares else None}
+    untrained = next((r for r in negatives if r["name"] == UNTRAINED), None)
+    if "softmax" in out and untrained is not None:
+        out["softmax"]["untrained"] = _beyond_untrained(untrained, [r for r in rows if r["attention"] == "softmax"
+                                                                     and r["rung"] == "bins-in"])
     if "softmax" in out:
         soft = {r["rung"]: r for r in rows if r["attention"] == "softmax" and r["seed"] == first and not r["width_row"]}
         for attention in out:
@@ -265,6 +301,14 @@ def answer(rows: list[dict], path: dict) -> dict:
             out[attention]["differs_from_softmax"] = bool(apart) or (
                 (out[attention]["lost_at"] or {}).get("rung") != (out["softmax"]["lost_at"] or {}).get("rung"))
     return out
+
+
+def _beyond_untrained(untrained: dict, trained: list[dict]) -> dict:
+    """:data:`UNTRAINED_RULE` on the trained ``bins-in`` rows: ``{"row": the untrained row's distance, "bins_in":
+    the trained rows pooled, "beyond": bool or None (not measured), "rule"}``."""
+    neg, pool = distance.row_distance(untrained), distance.pooled(trained)
+    beyond = None if neg is None or pool is None else pool["envelope"][1] < neg["ci95"][0]
+    return {"row": neg, "bins_in": pool, "beyond": beyond, "rule": UNTRAINED_RULE}
 
 
 def _interval(row: dict) -> tuple[float, float] | None:
@@ -335,6 +379,7 @@ def _annotate(rows: list[dict], confs: list[dict], study, controls: dict) -> lis
         run_config = json.loads((study.path("controls", "runs", row["name"]) / "config.json").read_text())
         per_step = conf["train"]["batch_size"] * (run_config["model"].get("chunk") or run_config["context"])
         row.update(rung=conf["rung"], rung_index=conf["rung_index"], attention=conf["attention"], seed=conf["seed"],
+                   negative=conf.get("negative", False),
                    width=run_config["model"]["n_embd"], budget=conf["budget"], width_row=conf["budget"] is not None,
                    steps=conf["train"]["max_steps"], training_tokens=conf["train"]["max_steps"] * per_step,
                    change=conf["change"], m1_over_r2=ignores_star_mass(row["law"], target),

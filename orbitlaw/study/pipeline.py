@@ -25,14 +25,14 @@ def check_same_study(study, config: dict) -> None:
     if was != config["protocol"]:
         raise ValueError(f"{study.out} holds a study of protocol {was!r}, not {config['protocol']!r}: use another "
                          "--out (running here would replace its stages)")
-    for part in ("controls", "path"):  # --attention only adds or leaves out rows: not a change here
+    for part in ("controls", "path"):  # --attention (and the rungs chosen) only add or leave out rows
         if part in before and part in config and _without_attentions(before[part]) != _without_attentions(config[part]):
             raise ValueError(f"{study.out} holds a study with another {part} config (another --seed, or a preset "
                              f"of another size): use another --out (running here would replace its stages)")
 
 
 def _without_attentions(part: dict) -> dict:
-    return {k: v for k, v in part.items() if k != "attentions"}
+    return {k: v for k, v in part.items() if k not in ("attentions", "rungs")}
 
 
 def run_study(preset: str, out: str | Path, attentions: list[str] | None = None, seed: int = 0,

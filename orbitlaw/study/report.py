@@ -292,6 +292,13 @@ def path_section(rows: list[dict], summary: list[dict], answer: dict | None = No
             f"{far['envelope'][1]:.1%}] against `{far['rung_before']}`'s [{far['envelope_before'][0]:.1%}, "
             f"{far['envelope_before'][1]:.1%}])." if far else
             "no rung is further from Newton than the one before by more than its rows resolve."), ""]
+        neg = a.get("untrained")
+        if neg and neg["row"] and neg["bins_in"]:
+            lo, hi = neg["row"]["ci95"]
+            env = neg["bins_in"]["envelope"]
+            lines += [f"**{attention}**, against the untrained negative at `bins-in` ({neg['rule']}): untrained "
+                      f"{neg['row']['departure']:.1%} [{lo:.1%}, {hi:.1%}], trained `bins-in` pooled [{env[0]:.1%}, "
+                      f"{env[1]:.1%}]: " + ("beyond it." if neg["beyond"] else "not beyond it."), ""]
         if not a["held_at_start"]:
             text = (f"**{attention}**: rung 0 is `newtonian` in {a['start_newtonian']} seeds, so there is no law to "
                     "lose along the rungs")
