@@ -14,9 +14,9 @@ The regression variant takes continuous coordinates (B, T, 2) in AU and predicts
 ``inputs`` and ``outputs`` can each be the tokeniser's bins instead (``"bins"``: ``num_bins`` uniform bins over
 [``bin_lo``, ``bin_hi``) AU, 7000 over [-50, 50] as ``orbitlaw.orbits.tokenizer``): the positions are read as
 bin ids through the token embeddings (or, ``inputs="centres"``, snapped to their bins' centres and still read in
-AU, so that the bins' values and their embedding can change one at a time), or the next position is predicted as a distribution over its bins with
-cross-entropy. The data stay continuous, so each of these changes alone turns the control GPT, one step at a
-time, into a GPT over the toolkit's tokens (``orbitlaw.study.path``).
+AU, so that the bins' values and their embedding can change one at a time), or the next position is predicted
+as a distribution over its bins with cross-entropy. The data stay continuous, so each of these changes alone
+turns the control GPT, one step at a time, into a GPT over the toolkit's tokens (``orbitlaw.study.path``).
 
 A model with a model window (``chunk`` = L tokens; see :class:`GPTConfig` for the three kinds of window
 and chunk) is trained on windows of at most L tokens (Liu et al. 2026: orbits cut

@@ -418,7 +418,8 @@ def _d(name, rung, index, seed, d, ci, resolution=0.015, attention="softmax"):
 
 def test_the_untrained_negative_at_bins_in_is_read_apart_from_the_chain(tmp_path):
     rows = [_d(f"W3-s{s}", "positions", 0, s, 0.009, (0.008, 0.0095)) for s in (0, 1)]
-    rows += [_d(f"bins-in-softmax-s{s}", "bins-in", 2, s, d, (d - 0.001, d + 0.001)) for s, d in ((0, 0.011), (1, 0.013))]
+    rows += [_d(f"bins-in-softmax-s{s}", "bins-in", 2, s, d, (d - 0.001, d + 0.001))
+             for s, d in ((0, 0.011), (1, 0.013))]
     untrained = {**_d(path.UNTRAINED, path.UNTRAINED, 2, 0, 0.018, (0.016, 0.02)), "negative": True}
     a = path.answer(rows + [untrained], {"attentions": ["softmax"]})["softmax"]
     assert [g["rung"] for g in a["by_distance"]["rungs"]] == ["positions", "bins-in"]  # not a rung of the chain

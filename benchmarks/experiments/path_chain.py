@@ -37,8 +37,16 @@ from orbitlaw.provenance import code_version, dependency_versions, write_json_at
 from orbitlaw.study import stages
 from orbitlaw.study.controls import configurations as control_configurations
 from orbitlaw.study.controls import run_controls
-from orbitlaw.study.path import (NEGATIVES, _annotate, _first_seed_name, answer, chosen_rungs, configurations,
-                                 replication, summary)
+from orbitlaw.study.path import (
+    NEGATIVES,
+    _annotate,
+    _first_seed_name,
+    answer,
+    chosen_rungs,
+    configurations,
+    replication,
+    summary,
+)
 from orbitlaw.study.pipeline import check_same_study, path_passes
 from orbitlaw.study.presets import study_config
 
@@ -104,9 +112,9 @@ def main() -> None:
                         "untrained negative at bins-in)")
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_chain_seed<S>.json)")
     args = parser.parse_args()
-    split = (lambda text: text.split(",") if text else None)
-    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate, split(args.attention),
-                       split(args.rungs))
+    names = {k: getattr(args, k).split(",") if getattr(args, k) else None for k in ("attention", "rungs")}
+    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate, names["attention"],
+                       names["rungs"])
     target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
     write_result(target, result, result["controls_passes"])
     print("answer:", result["path_answer"])
