@@ -4,8 +4,11 @@ Triton kernels run on the CPU under the interpreter (numpy emulation) unless a C
 with ORBITLAW_TEST_CUDA=1. The variable must be set before triton is first imported.
 """
 
+import contextlib
+import io
 import os
 import subprocess
+import types
 
 import pytest
 
@@ -34,6 +37,21 @@ def small_disk(tmp_path):
     yield mount
     for path in mounted:
         subprocess.run(["umount", str(path)], check=False)
+
+
+def run_cli(*args) -> types.SimpleNamespace:
+    """``orbitlaw ARGS`` in this process, as ``subprocess.run(..., capture_output=True, text=True)`` gives it
+    (``returncode``, ``stdout``, ``stderr``): a command's exit code and what it printed, without the 2-3 s of a new
+    interpreter importing torch (test_packaging runs ``python -m orbitlaw`` itself)."""
+    from orbitlaw.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def tiny_controls(seeds: tuple[int, ...] = (0,)) -> dict:

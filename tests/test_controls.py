@@ -2,12 +2,11 @@
 probes and the window oracles (science.md section 8)."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli
 
 from orbitlaw import orbits
 from orbitlaw.discovery.probes import probe_data
@@ -33,8 +32,7 @@ def _config(data, out, **kw):
     return TrainConfig(**{**base, **kw})
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True, timeout=600)
+_cli = run_cli  # in this process: the same exit code and output, without a new interpreter
 
 
 def _assert_near_train_from_step(predictions, first):

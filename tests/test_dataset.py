@@ -10,14 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from orbitlaw import orbits
 from orbitlaw.orbits import blocks, writer
 
-
-def _cli(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True,
-                          timeout=300, **kwargs)
+_cli = run_cli  # in this process: the same exit code and output, without a new interpreter
 
 
 def _files(path: Path) -> dict[str, bytes]:

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli
 
 from orbitlaw import orbits
 from orbitlaw.models.loop import scheduled_lr
@@ -97,9 +98,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path, monke
     assert [r["step"] for r in read_metrics(tmp_path / "run")] == [1, 2, 3, 4]
 
 
-def _cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True,
-                          timeout=600, **kw)
+_cli = run_cli  # in this process: the same exit code and output, without a new interpreter
 
 
 def test_bad_training_input_gives_one_line_errors(data, tmp_path):
