@@ -13,7 +13,7 @@ then the replication rule's rows (:func:`orbitlaw.study.path.replication`, the s
 other seeds. The result holds the rows, their summary, the reading rules' answer (``restored``, which needs the
 size rows, is null) and the controls' pass rule on the study. ``--replicate none`` stops after the first pass
 and names the rows the replication rule chose without running them; ``--replicate windows`` runs only their
-windowed rows (rungs 0-4), which take minutes, and leaves the whole-sequence ones (``whole``, ``tokens``) for
+windowed rows (rungs 0-5), which take minutes, and leaves the whole-sequence ones (``whole``, ``tokens``) for
 later (``replication_run`` says which). Until every chosen row has run, the answer is not the replicated one.
 ``--attention`` and ``--rungs`` (names of :func:`orbitlaw.study.path.chosen_rungs`) run fewer rows of the same
 study: they only leave rows out, so a later full run resumes from these.

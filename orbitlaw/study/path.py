@@ -32,10 +32,10 @@ token sequences themselves: the anchor the path walks toward, differing from ``w
 
 Why this order: the quantisation comes first because it is the change most likely to lose the law: the
 bins' RMS error (0.0041 AU) is the size of the input noise that already blurs a W = 3 window's curvature
-(at 0.02 AU the curvature blurs by up to 12%), so if tokens lose Newton, the loss should show at rung 1
+(at 0.02 AU the curvature blurs by up to 12%), so if tokens lose Newton, the loss should show at rungs 1-2
 with the output and the context left as they were; it is split in two (the bins' centres, then their ids) so that
-the quantisation and the embedding that reads it are told apart. The noise goes next, so that rung 2's inputs are the
-tokens exactly. The output follows (rung 3: cross-entropy over bins can only say where the next position
+the quantisation and the embedding that reads it are told apart. The noise goes next, so that rung 3's inputs are the
+tokens exactly. The output follows (rung 4: cross-entropy over bins can only say where the next position
 falls to 0.0143 AU, coarser than the step-to-step change of the curvature term). The context changes last
 because it changes what the probe reads (every position of a whole sequence, not a window ending at the
 star), and its budget is split off first because a whole sequence costs 33 windows.
