@@ -98,6 +98,10 @@ def run_chain(out: str, preset: str, seed: int, workers: int, replicate: str = "
             "wall_seconds": round(time.time() - start, 1)}
 
 
+def _comma_list(text: str) -> list[str]:
+    return text.split(",")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="the study directory (shared with orbitlaw run --preset path)")
@@ -107,14 +111,13 @@ def main() -> None:
     parser.add_argument("--replicate", default="all", choices=["all", "windows", "none"],
                         help="which of the replication rule's rows to run at the other seeds: all; windows (rungs "
                         "0-4, the whole-sequence rows left for later); none (name them only)")
-    parser.add_argument("--attention", help="comma-separated attentions to run (default: the preset's)")
-    parser.add_argument("--rungs", help="comma-separated rungs to run (default: every rung, the anchor and the "
-                        "untrained negative at bins-in)")
+    parser.add_argument("--attention", type=_comma_list, help="comma-separated attentions to run (default: the "
+                        "preset's)")
+    parser.add_argument("--rungs", type=_comma_list, help="comma-separated rungs to run (default: every rung, the "
+                        "anchor and the untrained negative at bins-in)")
     parser.add_argument("--result", help="the JSON to write (default benchmarks/results/path_chain_seed<S>.json)")
     args = parser.parse_args()
-    names = {k: getattr(args, k).split(",") if getattr(args, k) else None for k in ("attention", "rungs")}
-    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate, names["attention"],
-                       names["rungs"])
+    result = run_chain(args.out, args.preset, args.seed, args.workers, args.replicate, args.attention, args.rungs)
     target = Path(args.result or Path(__file__).resolve().parents[1] / "results" / f"path_chain_seed{args.seed}.json")
     write_result(target, result, result["controls_passes"])
     print("answer:", result["path_answer"])

@@ -26,12 +26,13 @@ def check_same_study(study, config: dict) -> None:
         raise ValueError(f"{study.out} holds a study of protocol {was!r}, not {config['protocol']!r}: use another "
                          "--out (running here would replace its stages)")
     for part in ("controls", "path"):  # --attention (and the rungs chosen) only add or leave out rows
-        if part in before and part in config and _without_attentions(before[part]) != _without_attentions(config[part]):
+        if part in before and part in config and _settings(before[part]) != _settings(config[part]):
             raise ValueError(f"{study.out} holds a study with another {part} config (another --seed, or a preset "
                              f"of another size): use another --out (running here would replace its stages)")
 
 
-def _without_attentions(part: dict) -> dict:
+def _settings(part: dict) -> dict:
+    """``part`` without what only chooses which rows run (the attentions, the path's rungs)."""
     return {k: v for k, v in part.items() if k not in ("attentions", "rungs")}
 
 
