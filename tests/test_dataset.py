@@ -321,12 +321,12 @@ def test_kill_9_of_simulate_leaves_no_worker_running(tmp_path):
     (["--splits", "done.jsonl=2"], "split name 'done.jsonl' is not allowed"),
     (["--out", "."], "exists and is not an orbitlaw dataset"),
 ])
-def test_names_that_would_collide_are_refused_and_nothing_is_left(tmp_path, args, message):
+def test_names_that_would_collide_are_refused_and_nothing_is_left(tmp_path, monkeypatch, args, message):
     (tmp_path / "keep.txt").write_text("a file the user had")
     base = {"--preset": "two-body", "--splits": "t=2", "--seed": "0", "--out": "d"}
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
-    result = subprocess.run([sys.executable, "-m", "orbitlaw", "simulate", *[x for kv in base.items() for x in kv],
-                             "--quiet"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = _cli("simulate", *[x for kv in base.items() for x in kv], "--quiet")
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
     assert not any(p.name.startswith(".") for p in tmp_path.parent.iterdir() if tmp_path.name in p.name)

@@ -3,11 +3,10 @@ every preset for every arch, training and resume through the same trainer, probe
 registry of cores (orbitlaw.models.architectures) is what the model, the parser and the study read."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
+from conftest import run_cli
 
 from orbitlaw import orbits
 from orbitlaw.models import architectures
@@ -99,21 +98,18 @@ def test_each_core_trains_resumes_exactly_and_is_probed(arch, data, tmp_path):
     saved = json.loads((tmp_path / "whole" / "config.json").read_text())
     assert saved["model"]["arch"] == arch and saved["model"]["pos"] == "none"
 
-    probe = subprocess.run([sys.executable, "-m", "orbitlaw", "probe", "--linear", "--run", str(tmp_path / "whole"),
-                            "--data", str(data), "--out", str(tmp_path / "linear"), "--sequences", "8", "--quiet"],
-                           capture_output=True, text=True, timeout=300)
+    probe = run_cli("probe", "--linear", "--run", tmp_path / "whole", "--data", data, "--out", tmp_path / "linear",
+                    "--sequences", "8", "--quiet")
     assert probe.returncode == 0, probe.stderr
     assert json.loads((tmp_path / "linear" / "linear_probes.json").read_text())["best"]
 
     other = "rnn" if arch != "rnn" else "lstm"
-    bad = subprocess.run([sys.executable, "-m", "orbitlaw", "train", "--data", str(data), "--preset", "tiny",
-                          "--arch", other, "--out", str(tmp_path / "whole"), "--resume", "--max-steps", "6",
-                          "--quiet"], capture_output=True, text=True, timeout=300)
+    bad = run_cli("train", "--data", data, "--preset", "tiny", "--arch", other, "--out", tmp_path / "whole", "--resume",
+                  "--max-steps", "6", "--quiet")
     assert bad.returncode != 0 and bad.stderr.strip() == (f"orbitlaw train: error: --resume with --arch {other}, "
                                                            f"but the run in {tmp_path / 'whole'} is a {arch} model")
-    lssar = subprocess.run([sys.executable, "-m", "orbitlaw", "train", "--data", str(data), "--preset", "tiny",
-                            "--arch", arch, "--attention", "lssar", "--out", str(tmp_path / "x"), "--quiet"],
-                           capture_output=True, text=True, timeout=300)
+    lssar = run_cli("train", "--data", data, "--preset", "tiny", "--arch", arch, "--attention", "lssar", "--out",
+                    tmp_path / "x", "--quiet")
     assert lssar.returncode != 0 and "a " + arch + " model has none" in lssar.stderr
     assert not (tmp_path / "x").exists()
 

@@ -2,13 +2,12 @@
 copy of the body's previous one), sampling reproducible by seed, the command's files and one-line errors."""
 
 import json
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli
 
 from orbitlaw import orbits
 from orbitlaw.models.rollout import rollout
@@ -79,8 +78,7 @@ def test_sampling_is_reproducible_by_seed_and_errors_are_one_line(data, tmp_path
                                                                    "block_size": 64}), progress=False)
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "orbitlaw", "rollout", "--run", str(run), "--data", str(path),
-                               *args], capture_output=True, text=True, timeout=300)
+        return run_cli("rollout", "--run", run, "--data", path, *args)
 
     outs = []
     for name in ("a", "b"):

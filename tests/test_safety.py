@@ -3,11 +3,10 @@
 import json
 import os
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from orbitlaw import orbits
 from orbitlaw.discovery.sr.expression_text import parse
@@ -26,7 +25,7 @@ class _Planted:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "orbitlaw", *args], capture_output=True, text=True, timeout=600)
+    return run_cli(*args)  # in this process: a payload that ran would have touched its file here too
 
 
 @pytest.fixture(scope="module")
