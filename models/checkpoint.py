@@ -221,6 +221,11 @@ def load_weights(path: Path, model: torch.nn.Module | None = None) -> dict[str, 
         weights = load_file(file)
     except (SafetensorError, OSError, RuntimeError) as exc:
         raise ValueError(f"checkpoint {path}/model.safetensors is corrupted or truncated: {exc}") from None
+    bad = [name for name, t in weights.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad:
+        raise ValueError(f"checkpoint {path}/model.safetensors holds non-finite weights ({len(bad)} of "
+                         f"{len(weights)} tensors, e.g. {bad[0]}): the run that wrote it diverged; nothing was "
+                         "computed on it")
     if model is not None:
         try:
             model.load_state_dict(weights)

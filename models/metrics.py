@@ -24,9 +24,10 @@ def read_metrics(run: Path) -> list[dict]:
 
 
 def append_metrics(run: Path, row: dict) -> None:
-    """Add one row to RUN/metrics.jsonl."""
+    """Add one row to RUN/metrics.jsonl (strict JSON: a NaN or infinity is a ValueError, never written)."""
+    line = json.dumps(row, allow_nan=False) + "\n"
     with naming(run / "metrics.jsonl"), open(run / "metrics.jsonl", "a") as f:
-        f.write(json.dumps(row) + "\n")
+        f.write(line)
 
 
 def keep_metrics_until(run: Path, step: int) -> None:

@@ -245,14 +245,30 @@ def accumulate_gradients(cfg: TrainConfig, plan: Plan, dist: Dist, device, net, 
     return distributed.mean_over_ranks(total, dist, device)
 
 
+def _stopped(what: str, run: Path, last_saved: int) -> TrainingStopped:
+    """The TrainingStopped (exit code 3) of a run that went non-finite: ``what`` happened, and where the last
+    good checkpoint is."""
+    last = (f"The last good checkpoint is step {last_saved} in {run}" if checkpoint.latest(run)
+            else "No checkpoint had been written yet")
+    return TrainingStopped(f"{what}. {last}", 3)
+
+
 def _check_finite(loss: float, grad_norm: float, step: int, run: Path, last_saved: int) -> None:
-    """TrainingStopped (exit code 3) before step ``step + 1`` is taken with a non-finite loss or gradient."""
+    """TrainingStopped before step ``step + 1`` is taken with a non-finite loss or gradient."""
     if math.isfinite(loss) and math.isfinite(grad_norm):
         return
     what = f"loss became {loss}" if not math.isfinite(loss) else f"gradient norm became {grad_norm}"
-    last = (f"The last good checkpoint is step {last_saved} in {run}" if checkpoint.latest(run)
-            else "No checkpoint had been written yet")
-    raise TrainingStopped(f"{what} at step {step + 1}; stopped without taking that step. {last}", 3)
+    raise _stopped(f"{what} at step {step + 1}; stopped without taking that step", run, last_saved)
+
+
+def _check_weights(model: GPT, step: int, run: Path, last_saved: int) -> None:
+    """TrainingStopped when step ``step`` left a weight non-finite (an lr so large that one update overflows):
+    checked before that step is saved, so no checkpoint holds it (a validation loss of such weights is
+    non-finite, and stops the run before its row is written)."""
+    bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise _stopped(f"step {step} made {len(bad)} weight tensors non-finite (e.g. {bad[0]}): the update "
+                       "diverged (try a smaller --lr); that step was not saved", run, last_saved)
 
 
 def _metrics_row(cfg: TrainConfig, plan: Plan, model: GPT, step: int, loss: float, lr: float, rate: float, device,
@@ -298,12 +314,18 @@ def _loop(cfg: TrainConfig, dist: Dist, device, run: Path, plan: Plan, model: GP
             step += 1
             bar.update(1)
             rate = tokens_per_step * (step - first_step) / max(time.perf_counter() - t0, 1e-9)
+            saves = step % cfg.checkpoint_every == 0 or step == cfg.max_steps
+            if saves:
+                _check_weights(model, step, run, last_saved)
             row = _metrics_row(cfg, plan, model, step, loss, lr, rate, device, amp)
+            if row is not None and not math.isfinite(row.get("val_loss", 0.0)):
+                raise _stopped(f"the validation loss became {row['val_loss']} at step {step}; that step was not "
+                               "saved", run, last_saved)
             if row is not None and dist.main:
                 append_metrics(run, row)
                 tracker.log(row)
                 bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:.0f}")
-            if step % cfg.checkpoint_every == 0 or step == cfg.max_steps:
+            if saves:
                 save(step)
                 last_saved = step
             stop.signal = distributed.agree_on_signal(stop.signal, dist, device)  # every rank stops at one step

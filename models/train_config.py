@@ -90,5 +90,8 @@ class TrainConfig:
         at_least(self, 1, "max_steps", "checkpoint_every", "eval_every", "log_every", "batch_size", "chunk_steps")
         positive(self, "p")
         finite_at_least(self, 0, "input_noise", unit="AU")
+        finite_at_least(self, 0, "lr", "min_lr", "weight_decay", "grad_clip")  # lr 0: the untrained controls
+        if not (len(self.betas) == 2 and all(isinstance(b, (int, float)) and 0 <= b < 1 for b in self.betas)):
+            raise FieldError("betas", f"must be two numbers in [0, 1), got {self.betas}")
         if self.micro_batch is not None and not 1 <= self.micro_batch <= self.batch_size:
             raise FieldError("micro_batch", f"must be between 1 and the batch size, got {self.micro_batch}")

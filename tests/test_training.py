@@ -239,3 +239,62 @@ def test_lr_schedules_warm_up_then_hold_or_decay_to_their_floor():
     assert [learning_rate(cfg, s) for s in (0, 9, 10, 100)] == [
         scheduled_lr(1e-3, s, 100, "cosine", 10, 1e-4) for s in (0, 9, 10, 100)]
     assert learning_rate(cfg, 9) == pytest.approx(1e-3) and learning_rate(cfg, 100) == pytest.approx(1e-4)
+
+
+def test_a_diverged_update_stops_before_it_is_saved_and_evaluate_refuses_such_weights(data, tmp_path, monkeypatch):
+    from orbitlaw.models import checkpoint
+    from orbitlaw.models import train as train_module
+
+    real = train_module.make_optimizer
+
+    def overflowing(model, cfg, device):  # the last (6th) update overflows a weight, as an lr far too large would
+        optimizer, steps = real(model, cfg, device), {"n": 0}
+        step = optimizer.step
+
+        def poisoned(*a, **kw):
+            out = step(*a, **kw)
+            steps["n"] += 1
+            if steps["n"] == 6:
+                with torch.no_grad():
+                    next(model.parameters()).fill_(float("inf"))
+            return out
+        optimizer.step = poisoned
+        return optimizer
+
+    monkeypatch.setattr(train_module, "make_optimizer", overflowing)
+    run = tmp_path / "run"
+    with pytest.raises(TrainingStopped, match="step 6 made 1 weight tensors non-finite .*last good checkpoint is step 3"):
+        train(_config(data, run, max_steps=6, eval_every=100), progress=False)
+    assert (run / "latest").read_text().strip() == "ckpt-00000003"
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]  # strict JSON only
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5] and all(np.isfinite(r["train_loss"]) for r in rows)
+    monkeypatch.undo()
+    weights, state = checkpoint.load(run / "ckpt-00000003")
+    weights[next(iter(weights))][0] = float("nan")  # a checkpoint a diverged run wrote before this check
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    checkpoint.save(bad, 3, _NamedWeights(weights), state)
+    (bad / "config.json").write_text((run / "config.json").read_text())
+    out = run_cli("evaluate", "--run", bad, "--data", data)
+    assert out.returncode == 2 and "holds non-finite weights (1 of" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    for value in ("inf", "nan", "-1"):
+        refused = run_cli("train", "--data", data, "--preset", "tiny", "--out", tmp_path / "r", "--lr", value, "--quiet")
+        assert refused.returncode == 2 and "--lr must be a finite number >= 0" in refused.stderr, refused.stderr
+    assert not (tmp_path / "r").exists()
+    for field, value in (("min_lr", float("inf")), ("weight_decay", -0.1), ("grad_clip", float("nan"))):
+        with pytest.raises(ValueError, match=f"{field} must be a finite number >= 0"):
+            _config(data, tmp_path / "r", **{field: value}).validate()
+    with pytest.raises(ValueError, match=r"betas must be two numbers in \[0, 1\)"):
+        _config(data, tmp_path / "r", betas=(0.9, 1.0)).validate()
+
+
+class _NamedWeights(torch.nn.Module):
+    """A module whose state dict is ``weights``, to save a checkpoint of chosen tensors."""
+
+    def __init__(self, weights):
+        super().__init__()
+        self.weights = weights
+
+    def state_dict(self, *a, **kw):
+        return self.weights
