@@ -11,7 +11,10 @@ search produces (floats are read from their digits, as sympify reads them).
 Parsing is bounded as well as safe: sympy multiplies out a power of two numbers at once, so ``10**10**8``
 would build a hundred-million-digit integer and hang the command that reads it. A numeric exponent is at
 most :data:`MAX_EXPONENT` in size, and a power of two numbers at most :data:`MAX_DIGITS` digits; a tree
-deeper than Python can parse is refused too. The laws a search writes are far inside these bounds.
+deeper than Python can parse is refused too. Every number the tree makes along the way (a literal, or what
+sympy folds a function or operation of numbers into) is at most :data:`MAX_MAGNITUDE` in size, a float64's
+range: ``cos(exp(4.05e6))`` would otherwise ask sympy for the cosine of a 1.7-million-digit number, which it
+computes exactly and which never returns. The laws a search writes are far inside these bounds.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: l
 MAX_TEXT = 100_000
 MAX_EXPONENT = 1000  # the largest numeric exponent read back (a law's exponents are a few units)
 MAX_DIGITS = 4000  # the largest number a power of two numbers may make (digits; Python prints up to 4,300)
+MAX_MAGNITUDE = 1e300  # the largest |number| anywhere in the tree (a float64 holds up to 1.8e308)
 
 
 def parse(text: str, symbols: dict[str, sympy.Symbol]) -> sympy.Expr:
@@ -57,6 +61,21 @@ def _power(base: sympy.Expr, exponent: sympy.Expr, text: str) -> sympy.Expr:
 
 
 def _build(node: ast.AST, text: str, symbols: dict) -> sympy.Expr:
+    """The sympy expression of ``node``, refused (ValueError) where it folds into a number beyond
+    :data:`MAX_MAGNITUDE`, before anything is built on it."""
+    value = _node(node, text, symbols)
+    # the numbers this node made: itself, or the coefficient and constant term sympy folded into it (x/exp(-9e6)
+    # is 1e3908650*x); a constant left unevaluated (exp(4050000)) is sized by evalf, cheap as its parts are bounded
+    made = [value] if value.is_Number or not value.free_symbols else [a for a in value.args if a.is_Number]
+    for number in made:
+        size = abs(number if number.is_Number else number.evalf(15))
+        if size.is_Number and size.is_finite and size > MAX_MAGNITUDE:
+            raise ValueError(f"a number in expression {text[:80]!r} is about {sympy.Float(size, 3)}, beyond "
+                             f"{MAX_MAGNITUDE:g} (the range a law is evaluated in)")
+    return value
+
+
+def _node(node: ast.AST, text: str, symbols: dict) -> sympy.Expr:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         return _power(_build(node.left, text, symbols), _build(node.right, text, symbols), text)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
