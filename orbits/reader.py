@@ -121,6 +121,9 @@ def load_dataset(path: str | Path, verify: bool | str = "on-read") -> dict[str, 
     return splits
 
 
+REBUILD = "re-run the simulate command that made the dataset with --repair to rebuild it"
+
+
 def _open_file(root: Path, meta: dict, shard_size: int, verify: bool) -> np.ndarray:
     """Memory-map one file of a dataset read-only, after checking that it stays inside ``root``, and that
     its shape and dtype (and with ``verify`` its checksum: sha256 of its blocks of ``shard_size``
@@ -129,12 +132,13 @@ def _open_file(root: Path, meta: dict, shard_size: int, verify: bool) -> np.ndar
     real = inside(root, file, "dataset")
     try:
         arr = np.load(real, mmap_mode="r")  # never unpickles (allow_pickle is False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{file} is missing or corrupted: {' '.join(str(exc).split())[:200]}") from None
+    except OSError as exc:
+        raise ValueError(f"{file} is missing or unreadable: {exc.strerror or exc}") from None
+    except Exception as exc:  # numpy raises ValueError, EOFError, SyntaxError, tokenize.TokenError... on a bad header
+        raise ValueError(f"{file} is corrupted: not a readable .npy file ({type(exc).__name__}); {REBUILD}") from None
     if not isinstance(arr, np.memmap) or list(arr.shape) != meta["shape"] or arr.dtype != np.dtype(meta["dtype"]):
         raise ValueError(f"{file} is corrupted: shape {getattr(arr, 'shape', '?')} {getattr(arr, 'dtype', '')}, "
                          f"manifest says {tuple(meta['shape'])} {meta['dtype']}")
     if verify and file_digest(arr, shard_size) != meta["sha256_of_blocks"]:
-        raise ValueError(f"{file} is corrupted: checksum mismatch (it differs from what was written; re-run the "
-                         "simulate command that made the dataset to regenerate it)")
+        raise ValueError(f"{file} is corrupted: checksum mismatch (it differs from what was written); {REBUILD}")
     return arr

@@ -10,7 +10,14 @@ The blocks of :mod:`orbitlaw.orbits.blocks` are built by ``workers`` processes, 
 files allocated at full size up front. A run writes into a staging directory ``.DIR.partial`` beside ``DIR``,
 records each finished block (after flushing it) in ``done.jsonl``, and renames the staging directory to ``DIR``
 only when every block is written and the manifest (:mod:`orbitlaw.orbits.manifest`) is in place: a killed run
-re-run with the same command resumes and ends with the same bytes.
+re-run with the same command resumes and ends with the same bytes. A resumed run first checks every block it
+keeps against the digest recorded when it was written, and redoes a block damaged while the run was stopped.
+
+A finished dataset that fails its checksums (a flipped byte, a file cut short) is rebuilt by the same command
+with ``repair=True`` (``simulate --repair``): it verifies every file, and only where one fails writes the whole
+dataset again in the staging directory and swaps it in (the damaged copy is moved aside first, so a kill
+leaves either copy, and a re-run finishes the swap). Every sequence depends only on the seed, split and index,
+so the rebuilt dataset is byte for byte the one that was damaged, as it was first written.
 """
 
 from __future__ import annotations
@@ -45,10 +52,11 @@ from orbitlaw.validate import at_least
 
 
 def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Path, workers: int = 1,
-             overrides: dict | None = None, progress: bool = True) -> Path:
+             overrides: dict | None = None, progress: bool = True, repair: bool = False) -> Path:
     """Generate a dataset into ``out`` (see the module docstring); returns its path.
 
-    Re-running with the same arguments after a kill resumes; re-running after completion is a no-op.
+    Re-running with the same arguments after a kill resumes; re-running after completion is a no-op, or with
+    ``repair`` verifies every file and rebuilds a dataset that fails its checksums.
     Refuses (ValueError) to touch an existing different dataset or a non-dataset directory.
     """
     if isinstance(splits, str):
@@ -66,9 +74,18 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
     if out.name in ("", ".", ".."):  # "." or "dir/..": name the directory itself
         out = out.resolve()
     if (out / "manifest.json").exists():
-        existing = json.loads((out / "manifest.json").read_text())
+        try:
+            existing = json.loads((out / "manifest.json").read_bytes())
+            if not isinstance(existing, dict):
+                raise ValueError
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or not an object
+            raise ValueError(f"{out}/manifest.json is corrupted, so {out} cannot be told to be this dataset; remove "
+                             "the directory and re-run the same command to write it again") from None
         if existing.get("config_hash") == digest:
-            return out
+            if not repair or intact(out):
+                return out
+            with OutputLock.beside(out, f"dataset {out}"):
+                return _rebuild(preset, splits, seed, out, workers, params, spec, config, digest, progress)
         raise ValueError(f"{out} holds a different dataset (preset {existing.get('preset')}, seed "
                          f"{existing.get('seed')}, splits {existing.get('splits')}); refusing to overwrite "
                          "it")
@@ -78,8 +95,30 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
         return _simulate_locked(preset, splits, seed, out, workers, params, spec, config, digest, progress)
 
 
+def intact(out: Path) -> bool:
+    """Whether every file of the finished dataset ``out`` matches its manifest (shape, dtype and checksum)."""
+    from orbitlaw.orbits.reader import load_dataset
+
+    try:
+        load_dataset(out, verify=True)
+    except ValueError:
+        return False
+    return True
+
+
+def _rebuild(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
+    """Write the dataset ``out`` again from scratch beside it and swap it in for the damaged copy."""
+    stage, damaged = out.parent / f".{out.name}.partial", out.parent / f".{out.name}.damaged"
+    if stage.exists() and not (stage / "config.json").exists() and not (stage / "manifest.json").exists():
+        shutil.rmtree(stage)
+    if not damaged.exists():
+        os.replace(out, damaged)  # a kill from here on leaves the damaged copy aside and the staging directory
+    return _simulate_locked(preset, splits, seed, out, workers, params, spec, config, digest, progress)
+
+
 def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
     if (out / "manifest.json").exists():  # another process finished it while this one waited to start
+        shutil.rmtree(out.parent / f".{out.name}.damaged", ignore_errors=True)
         return out
     stage = out.parent / f".{out.name}.partial"
     config_path = stage / "config.json"
@@ -111,8 +150,8 @@ def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, con
         os.replace(tmp_stage, stage)
 
     done_path = stage / "done.jsonl"
-    done = _read_done(done_path)
     layouts = _npy_layouts(stage, config)
+    done = _still_written(stage, layouts, _read_done(done_path))
     todo = [(str(stage), config, layouts[s], s, b, c) for s, b, c in blocks(splits) if (s, b) not in done]
     total = sum(splits.values())
     _run_blocks(todo, done, done_path, workers, total, progress, preset)
@@ -124,13 +163,32 @@ def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, con
 
 
 def _publish(stage: Path, out: Path) -> Path:
-    """Drop the staging bookkeeping and move the finished dataset into place."""
+    """Drop the staging bookkeeping and move the finished dataset into place (and a damaged copy it replaces,
+    :func:`_rebuild`'s, away)."""
     for name in ("config.json", "done.jsonl"):
         (stage / name).unlink(missing_ok=True)
     if out.exists():
         out.rmdir()
     os.replace(stage, out)
+    shutil.rmtree(out.parent / f".{out.name}.damaged", ignore_errors=True)
     return out
+
+
+def _still_written(stage: Path, layouts: dict, done: dict[tuple[str, int], dict]) -> dict[tuple[str, int], dict]:
+    """The records of ``done`` whose block still holds the bytes it was written with (the digests of
+    :func:`_write_block`); a block changed while the run was stopped is left out, so it is written again."""
+    kept = {}
+    for (split, block), rec in done.items():
+        for name, (shape, dtype, start) in layouts[split].items():
+            size = dtype.itemsize * math.prod(shape[1:])
+            with open(stage / split / f"{name}.npy", "rb") as f:
+                f.seek(start + block * SHARD_SIZE * size)
+                data = f.read(rec["count"] * size)
+            if hashlib.sha256(data).hexdigest() != rec["sha256"].get(name):
+                break
+        else:
+            kept[(split, block)] = rec
+    return kept
 
 
 def _run_blocks(todo, done, done_path, workers, total, progress, preset) -> None:

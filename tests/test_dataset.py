@@ -343,3 +343,30 @@ def test_verify_names_a_flipped_byte(tmp_path):
     bad = _cli("verify", "--data", str(path))
     assert bad.returncode == 2 and "tokens.npy is corrupted: checksum mismatch" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_block_damaged_while_a_run_was_stopped_is_written_again_on_resume(tmp_path, monkeypatch):
+    splits = {"train": 3, "val": 2}  # two blocks: the run is stopped after the first
+    reference = orbits.simulate("two-body", splits, 4, tmp_path / "ref", progress=False)
+    out, real = tmp_path / "d", writer._write_block
+    calls = []
+
+    def stopped_after_one(task):
+        calls.append(task[3])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(task)
+
+    monkeypatch.setattr(writer, "_write_block", stopped_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        orbits.simulate("two-body", splits, 4, out, progress=False)
+    monkeypatch.setattr(writer, "_write_block", real)
+    written = calls[0]
+    staged = tmp_path / ".d.partial" / written / "tokens.npy"
+    raw = bytearray(staged.read_bytes())
+    raw[-3] ^= 0xFF  # a byte of the finished block changes while the run is stopped
+    staged.write_bytes(bytes(raw))
+    orbits.simulate("two-body", splits, 4, out, progress=False)
+    orbits.load_dataset(out, verify=True)
+    for f in sorted(reference.rglob("*.npy")):
+        assert (out / f.relative_to(reference)).read_bytes() == f.read_bytes(), f

@@ -305,3 +305,33 @@ def test_a_run_config_linked_out_of_the_run_is_refused(env, tmp_path):
     (bad / "config.json").symlink_to(tmp_path / "config.json")
     with pytest.raises(ValueError, match="config.json leads outside the run"):
         evaluate(bad, data, n_seq=4)
+
+
+@pytest.mark.parametrize("damage", ["header byte", "empty file", "cut in the header"])
+def test_a_damaged_npy_file_is_one_line_in_every_reader_and_repair_rebuilds_it(env, tmp_path, capsys, damage):
+    data, run = env
+    bad = _copy(data, tmp_path / "data")
+    tokens = bad / "val" / "tokens.npy"  # the split evaluate reads, as train and verify do
+    raw = bytearray(tokens.read_bytes())
+    if damage == "header byte":
+        raw[raw.index(b"'descr'") + 2] ^= 0x55  # numpy parses the header with ast/tokenize: a TokenError
+    tokens.write_bytes(b"" if damage == "empty file" else bytes(raw[:40]) if damage == "cut in the header"
+                       else bytes(raw))
+    for args in (("verify", "--data", bad), ("evaluate", "--run", run, "--data", bad),
+                 ("train", "--data", bad, "--preset", "tiny", "--out", tmp_path / "r", "--max-steps", "1", "--quiet")):
+        code, err = _cli(capsys, *args)
+        assert code == 2 and "tokens.npy is corrupted: not a readable .npy file" in err, (args, err)
+        assert "--repair" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()
+    manifest = json.loads((bad / "manifest.json").read_text())
+    splits = ",".join(f"{name}={info['count']}" for name, info in manifest["split_info"].items())
+    again = ["simulate", "--preset", manifest["preset"], "--splits", splits, "--seed", manifest["seed"], "--out", bad,
+             "--config", tmp_path / "params.json", "--quiet"]
+    (tmp_path / "params.json").write_text(json.dumps(manifest["params"]))
+    damaged = tokens.read_bytes()
+    assert _cli(capsys, *again)[0] == 0 and tokens.read_bytes() == damaged  # without --repair: left as it is
+    assert _cli(capsys, *again, "--repair")[0] == 0
+    for f in sorted(data.rglob("*.npy")):  # rebuilt byte for byte as it was first written
+        assert (bad / f.relative_to(data)).read_bytes() == f.read_bytes(), f
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "params.json"]  # no staging or damaged copy left
+    assert _cli(capsys, "verify", "--data", bad)[0] == 0

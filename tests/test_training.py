@@ -263,7 +263,7 @@ def test_a_diverged_update_stops_before_it_is_saved_and_evaluate_refuses_such_we
 
     monkeypatch.setattr(train_module, "make_optimizer", overflowing)
     run = tmp_path / "run"
-    with pytest.raises(TrainingStopped, match="step 6 made 1 weight tensors non-finite .*last good checkpoint is step 3"):
+    with pytest.raises(TrainingStopped, match="step 6 made 1 weight tensors non-finite .*good checkpoint is step 3"):
         train(_config(data, run, max_steps=6, eval_every=100), progress=False)
     assert (run / "latest").read_text().strip() == "ckpt-00000003"
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]  # strict JSON only
@@ -279,7 +279,8 @@ def test_a_diverged_update_stops_before_it_is_saved_and_evaluate_refuses_such_we
     assert out.returncode == 2 and "holds non-finite weights (1 of" in out.stderr, out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     for value in ("inf", "nan", "-1"):
-        refused = run_cli("train", "--data", data, "--preset", "tiny", "--out", tmp_path / "r", "--lr", value, "--quiet")
+        refused = run_cli("train", "--data", data, "--preset", "tiny", "--out", tmp_path / "r", "--lr", value,
+                          "--quiet")
         assert refused.returncode == 2 and "--lr must be a finite number >= 0" in refused.stderr, refused.stderr
     assert not (tmp_path / "r").exists()
     for field, value in (("min_lr", float("inf")), ("weight_decay", -0.1), ("grad_clip", float("nan"))):

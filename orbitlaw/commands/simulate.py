@@ -21,6 +21,9 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
     p.add_argument("--config", metavar="FILE.json",
                    help="JSON object overriding the preset's generator parameters")
+    p.add_argument("--repair", action="store_true",
+                   help="on a finished dataset: verify every file against its manifest and, if one fails, rebuild "
+                   "the dataset (the same bytes as first written)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -39,7 +42,7 @@ def run(args) -> int:
             raise UserError(f"--config {args.config} must hold a JSON object")
     splits = orbits.parse_splits(args.splits)
     out = orbits.simulate(args.preset, splits, args.seed, args.out, workers=args.workers,
-                          overrides=overrides, progress=not args.quiet)
+                          overrides=overrides, progress=not args.quiet, repair=args.repair)
     manifest = json.loads((out / "manifest.json").read_text())
     for name, info in manifest["split_info"].items():
         note = f", {info['outside_range']} coordinates outside the token range (clipped)" \
