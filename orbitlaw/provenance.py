@@ -92,15 +92,22 @@ class OutputLock:
     """An exclusive lock on an output that one process writes at a time (``fcntl.flock`` on ``path``, a
     small file beside or inside the output): a second orbitlaw run into the same output gets a one-line
     ValueError instead of interleaving its writes. The OS drops the lock when the process dies (kill -9
-    included); :meth:`release` also removes the file. Usable as a context manager."""
+    included); :meth:`release` also removes the file. Usable as a context manager: a block that raises also
+    removes the directories that taking the lock created, where they are still empty, so a refused run leaves
+    nothing behind."""
 
     def __init__(self, path: Path, what: str):
-        self.path, self.what, self._fd = Path(path), what, None
+        self.path, self.what, self._fd, self._made = Path(path), what, None, []
 
     def acquire(self) -> OutputLock:
         import fcntl
 
+        missing, parent = [], self.path.parent
+        while not parent.exists() and parent != parent.parent:
+            missing.append(parent)
+            parent = parent.parent
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._made = missing  # deepest first
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -130,8 +137,14 @@ class OutputLock:
 
     __enter__ = acquire
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, *exc) -> None:
         self.release()
+        if kind is not None:
+            for directory in self._made:
+                try:
+                    directory.rmdir()  # only while empty: whatever the block did write stays
+                except OSError:
+                    break
 
 
 @contextlib.contextmanager

@@ -245,3 +245,24 @@ def test_a_full_disk_names_the_file_it_was_writing(env, tmp_path, monkeypatch, c
     code, err = _cli(capsys, "evaluate", "--run", run, "--data", data, "--sequences", "2")
     assert code == 1 and f"No space left on device: {run / 'eval.json'}" in err and ".tmp" not in err, err
     assert not (run / "eval.json").exists() and not list(run.glob(".*tmp*"))
+
+
+def test_a_refused_command_leaves_no_directory_it_would_have_made(env, tmp_path, capsys):
+    data, run = env
+    table = tmp_path / "t.csv"
+    r = np.linspace(1, 3, 60)
+    table.write_text("r,m1,m2,F\n" + "".join(f"{x},1,1,{39.5 / x**2}\n" for x in r))
+    new = tmp_path / "new"
+    cases = [
+        (["discover", "--input", table, "--target", "nope", "--out", new / "a" / "LAW.json"], "column 'nope' not found"),
+        (["discover", "--input", table, "--target", "F", "--features", "r,m1,m2", "--subset", "zz", "--out",
+          new / "b" / "LAW.json"], "column 'zz' not found"),
+        (["train", "--data", tmp_path / "nowhere", "--preset", "tiny", "--out", new / "c" / "run"],
+         "not an orbitlaw dataset"),
+        (["probe", "--run", run, "--data", tmp_path / "nowhere", "--out", new / "d" / "probe"], "nowhere"),
+    ]
+    for args, message in cases:
+        code, err = _cli(capsys, *args)
+        assert code == 2 and message in err, (args, err)
+        assert not new.exists(), (args, sorted(p.relative_to(tmp_path) for p in new.rglob("*")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
