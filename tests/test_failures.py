@@ -254,7 +254,8 @@ def test_a_refused_command_leaves_no_directory_it_would_have_made(env, tmp_path,
     table.write_text("r,m1,m2,F\n" + "".join(f"{x},1,1,{39.5 / x**2}\n" for x in r))
     new = tmp_path / "new"
     cases = [
-        (["discover", "--input", table, "--target", "nope", "--out", new / "a" / "LAW.json"], "column 'nope' not found"),
+        (["discover", "--input", table, "--target", "nope", "--out", new / "a" / "LAW.json"],
+         "column 'nope' not found"),
         (["discover", "--input", table, "--target", "F", "--features", "r,m1,m2", "--subset", "zz", "--out",
           new / "b" / "LAW.json"], "column 'zz' not found"),
         (["train", "--data", tmp_path / "nowhere", "--preset", "tiny", "--out", new / "c" / "run"],
