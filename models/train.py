@@ -45,6 +45,7 @@ from orbitlaw.models.batches import (
 from orbitlaw.models.distributed import Dist, init_distributed, resolve_device
 from orbitlaw.models.gpt import GPT, GPTConfig
 from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
+from orbitlaw.models.memory import check_fits
 from orbitlaw.models.metrics import append_metrics, keep_metrics_until, plot_losses, read_metrics
 from orbitlaw.models.presets import model_config
 from orbitlaw.models.resume import check_same_model, check_same_trajectory, find_checkpoint
@@ -148,6 +149,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> dict
     device = resolve_device(cfg.device, dist.local_rank)
     run = Path(cfg.out)
     plan = plan_run(cfg, dist)
+    check_fits(plan.model, cfg.batch_size, plan.per_rank, plan.micro, plan.model_window or plan.context, device)
     # The run's lock comes before anything of the run is read (a resume beside a running train is refused in one
     # line, never sees a checkpoint being written); a failure leaves the run as it was (undo_on_failure).
     fresh = not os.path.lexists(run)

@@ -76,6 +76,15 @@ def at_least(config, minimum: float, *names: str) -> None:
             raise FieldError(name, f"must be >= {minimum}, got {value}")
 
 
+def at_most(config, maximum: float, *names: str, why: str = "") -> None:
+    """Each named field of ``config`` is None (unset) or a number <= ``maximum`` (``why`` says what the bound is
+    for); else :class:`FieldError`. Sizes have upper bounds too, so a typo costs a one-line error, not a machine."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and not value <= maximum:
+            raise FieldError(name, f"must be <= {maximum:,}{f' ({why})' if why else ''}, got {value:,}")
+
+
 def finite_at_least(config, minimum: float, *names: str, unit: str = "") -> None:
     """Each named field is a finite number >= ``minimum`` (``unit`` is named in the error, e.g. "AU")."""
     for name in names:

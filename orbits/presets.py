@@ -100,10 +100,29 @@ def _integer(p: dict, key: str, minimum: int) -> int:
     return int(value)
 
 
+PHYSICAL = {"AU": (1e-3, 1e5), "solar masses": (1e-12, 1e3)}
+"""The scales a system may be drawn at, per unit: orbits from 150,000 km (1e-3 AU, inside the Sun) to the Oort
+cloud (1e5 AU), masses from an asteroid's (1e-12 M☉; Ceres is 4.7e-10) to a hundred times the heaviest star's.
+Outside them float64 orbits lose their digits (a force at 1e300 AU is exactly 0), so a range outside is refused."""
+
+
+def _physical(value, what: str) -> bool:
+    """Whether ``value`` is a number inside :data:`PHYSICAL`'s range for ``what``."""
+    low, high = PHYSICAL[what]
+    return _is_number(value) and low <= value <= high
+
+
+def _bounds(what: str) -> str:
+    low, high = PHYSICAL[what]
+    return f"[{low:g}, {high:g}] {what}"
+
+
 def _positive_range(params: dict, key: str, what: str) -> None:
     lo, hi = _numbers(params, key, 2)
     if not (lo > 0 and hi >= lo):
         raise ValueError(f"{key} must be an increasing range of positive {what}, got {params[key]}")
+    if not (_physical(lo, what) and _physical(hi, what)):
+        raise ValueError(f"{key} {params[key]} is outside the physical range {_bounds(what)}")
 
 
 def _validate_real_system(p: dict) -> None:
@@ -118,14 +137,14 @@ def _validate_real_system(p: dict) -> None:
             raise ValueError(f"planet {row!r} must be [name, mass (M_sun), a (AU), e, longitude of "
                              "perihelion (deg), mean longitude (deg)]")
     for name, mass, a, e, *_ in p["planets"]:
-        if not mass > 0:
-            raise ValueError(f"planet {name}: mass must be positive, got {mass}")
-        if not a > 0:
-            raise ValueError(f"planet {name}: semi-major axis must be positive, got {a}")
+        if not _physical(mass, "solar masses"):
+            raise ValueError(f"planet {name}: mass must be in {_bounds('solar masses')}, got {mass}")
+        if not _physical(a, "AU"):
+            raise ValueError(f"planet {name}: semi-major axis must be in {_bounds('AU')}, got {a}")
         if not 0 <= e < 1:
             raise ValueError(f"planet {name}: eccentricity {e} is not in [0, 1): orbit not elliptic")
-    if not (_is_number(p["star_mass"]) and p["star_mass"] > 0):
-        raise ValueError(f"star_mass must be positive, got {p['star_mass']}")
+    if not _physical(p["star_mass"], "solar masses"):
+        raise ValueError(f"star_mass must be in {_bounds('solar masses')}, got {p['star_mass']}")
 
 
 def _validate_priors(p: dict) -> None:
@@ -150,8 +169,8 @@ def _validate_priors(p: dict) -> None:
             shape, _, scale = _numbers(p, key, 3)
             if not (shape > 0 and scale > 0):
                 raise ValueError(f"{key} needs positive shape and scale, got {p[key]}")
-    if not _is_number(p["com_sigma"]) or p["com_sigma"] < 0:
-        raise ValueError("com_sigma must be a number >= 0")
+    if not (p["com_sigma"] == 0 or _physical(p["com_sigma"], "AU")):
+        raise ValueError(f"com_sigma must be 0 or in {_bounds('AU')}, got {p['com_sigma']}")
     if "freeze_star" in p and not isinstance(p["freeze_star"], bool):
         raise ValueError("freeze_star must be true or false")
     if "min_spacing" in p and not (_is_number(p["min_spacing"]) and p["min_spacing"] >= 1):

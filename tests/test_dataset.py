@@ -148,6 +148,9 @@ def test_truncated_or_corrupted_files_are_reported(tmp_path):
         (["--config", "CFG:{\"e_max\": 1.2}"], "eccentricity must stay below 1"),
         (["--config", "CFG:{\"mass_uniform\": [0, 0.01]}"], "positive solar masses"),
         (["--config", "CFG:{\"mass_uniform\": [-1, 0.01]}"], "positive solar masses"),
+        (["--config", "CFG:{\"a_range\": [1, 1e300]}"], "a_range [1, 1e+300] is outside the physical range [0.001, "
+                                                       "100000] AU"),
+        (["--config", "CFG:{\"mass_uniform\": [1e-4, 1e6]}"], "outside the physical range [1e-12, 1000] solar masses"),
         (["--config", "CFG:{\"eccentricity\": 0.5}"], "unknown parameter 'eccentricity'"),
         (["--config", "CFG:{not json"], "not valid JSON"),
     ],

@@ -299,3 +299,25 @@ class _NamedWeights(torch.nn.Module):
 
     def state_dict(self, *a, **kw):
         return self.weights
+
+
+def test_a_batch_that_cannot_fit_in_memory_is_refused_before_anything_is_written(data, tmp_path, monkeypatch):
+    from orbitlaw.models import memory
+    from orbitlaw.models.presets import model_config
+
+    start = time.perf_counter()
+    huge = run_cli("train", "--data", data, "--preset", "tiny", "--max-steps", "1", "--batch-size", "100000", "--out",
+                   tmp_path / "r", "--quiet")
+    assert huge.returncode == 2 and "a step of --batch-size 100000" in huge.stderr and "GiB free" in huge.stderr
+    assert len(huge.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+    assert time.perf_counter() - start < 10
+    config, cpu = model_config("tiny", "softmax"), torch.device("cpu")
+    one = memory.step_bytes_lower_bound(config, 1, 256)
+    assert one == 4 * 256 * (config.n_layer * 8 * config.n_embd + 4 * config.vocab_size)
+    monkeypatch.setattr(memory, "available_bytes", lambda device: 20 * one)  # 20 sequences fit at once
+    with pytest.raises(ValueError, match="set --micro-batch 16 \\(it divides the batch and fits\\)"):
+        memory.check_fits(config, 64, 64, 64, 256, cpu)
+    memory.check_fits(config, 64, 64, 16, 256, cpu)  # 16 at once fit
+    with pytest.raises(ValueError, match="one sequence alone does not fit"):
+        monkeypatch.setattr(memory, "available_bytes", lambda device: one // 2)
+        memory.check_fits(config, 64, 64, 1, 256, cpu)

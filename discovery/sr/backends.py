@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import sympy
 
+from orbitlaw.validate import at_most
+
 BACKENDS = ("operon", "pysr")
 
 OPERATORS = ("add", "mul", "div", "sin", "cos", "exp", "sqrt")
@@ -41,6 +43,12 @@ REFERENCE_OPERATORS = ("add", "mul", "div", "sin", "cos", "exp")
 """The reference protocol's operators (science.md section 5: ``+``, ``*``, ``sin``, ``cos``, ``exp``, inverse)."""
 
 _PYSR_UNARY = {"sin": "sin", "cos": "cos", "exp": "exp", "sqrt": "sqrt", "div": "inv(x) = 1/x"}
+
+
+MAX_SIZES = {"budget": (10**8, "a search of 1e8 evaluations takes hours; the study's take 30,000"),
+             "maxsize": (200, "nodes of an expression"), "population": (10**6, "expressions"),
+             "niterations": (10**6, "PySR iterations"), "local_iterations": (1000, "steps per model")}
+"""Upper bounds on a search's sizes, far above any study's (budget 30,000, maxsize 20)."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,9 @@ class SearchSettings:
         return {**asdict(self), "operators": list(self.operators)}
 
     def validate(self) -> None:
-        """ValueError (one line) for an unknown loss or operator."""
+        """ValueError (one line) for an unknown loss or operator, or a size past :data:`MAX_SIZES`."""
+        for name, (maximum, why) in MAX_SIZES.items():
+            at_most(self, maximum, name, why=why)
         if self.loss not in LOSSES:
             raise ValueError(f"unknown search loss {self.loss!r}: use {' or '.join(LOSSES)}")
         unknown = [o for o in self.operators if o not in OPERATORS]

@@ -50,7 +50,7 @@ from orbitlaw.discovery.sr.seed_fit import PROTOCOLS, fit_seed_task
 from orbitlaw.discovery.sr.table import GROUP_COLUMN, MIN_POINTS, load_table
 from orbitlaw.orbits.workers import drop_shared_pool, shared_pool
 from orbitlaw.provenance import write_json_atomic
-from orbitlaw.validate import FieldError, at_least
+from orbitlaw.validate import FieldError, at_least, at_most
 
 
 @dataclass
@@ -104,6 +104,7 @@ class DiscoverConfig:
         """ValueError (:class:`~orbitlaw.validate.FieldError` for a field out of range) for what cannot run."""
         verdicts.newton_exponents(self.quantity)  # a ValueError naming the choices
         at_least(self, 1, "seeds", "restarts", "workers")
+        at_most(self, 10_000, "seeds", "restarts", why="independent searches")
         at_least(self, MIN_POINTS, "points")
         at_least(self, 0, "first_seed")
         if self.selection is not None and self.selection not in laws.SELECTIONS:

@@ -1,0 +1,62 @@
+"""Will a training step fit? A lower bound on the memory one micro-batch needs, checked before a run starts.
+
+A batch far too large for the machine (``--batch-size 100000`` on a CPU) would otherwise fill the host's memory
+until the kernel's out-of-memory killer ends the process, and perhaps others beside it. The bound counts only
+what a forward and backward pass cannot avoid keeping at once:
+
+- the head's outputs and their gradient, ``2 * head`` floats a position (``head`` = 2 x vocab_size for a
+  token model: one distribution per coordinate);
+- the activations each layer keeps for the backward pass, at least ``8 * n_embd`` numbers a position (a block
+  keeps its normed input, q, k, v, the attention output, the MLP's 4x-wide hidden layer and more: about
+  16 x n_embd in fp32, half that in bf16).
+
+Weights, optimiser state, attention scores and the framework's own buffers come on top, so a run the bound
+refuses certainly cannot fit; a run it lets through may still be too large.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from orbitlaw.models.gpt import GPTConfig
+
+BYTES_PER_NUMBER = 4  # fp32 (bf16 activations are counted at 8 x n_embd, half of fp32's 16)
+
+
+def step_bytes_lower_bound(config: GPTConfig, micro: int, positions: int) -> int:
+    """Bytes that one forward and backward pass of ``micro`` sequences of ``positions`` positions needs at least."""
+    head = (2 * config.vocab_size if not config.regression else
+            2 * config.position_bins if config.outputs == "bins" else 2)
+    per_position = config.n_layer * 8 * config.n_embd + 2 * head
+    return BYTES_PER_NUMBER * micro * positions * per_position
+
+
+def available_bytes(device: torch.device) -> int | None:
+    """Memory free for a run on ``device``: the GPU's free memory, or the host's MemAvailable; None if unknown."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_fits(config: GPTConfig, batch: int, per_rank: int, micro: int, positions: int, device: torch.device
+               ) -> None:
+    """One-line ValueError, naming the flags, when a micro-batch's lower bound exceeds the free memory: ``batch``
+    sequences a step, ``per_rank`` of them on this process, ``micro`` at once, ``positions`` each."""
+    free = available_bytes(device)
+    need = step_bytes_lower_bound(config, micro, positions)
+    if free is None or need <= free:
+        return
+    most = free // step_bytes_lower_bound(config, 1, positions)  # sequences at once that the bound lets fit
+    divisors = {d for k in range(1, int(per_rank**0.5) + 1) if per_rank % k == 0 for d in (k, per_rank // k)}
+    fits = max((d for d in divisors if d <= most), default=None)
+    advice = (f"lower --batch-size, or set --micro-batch {fits} (it divides the batch and fits)" if fits
+              else "lower --batch-size (one sequence alone does not fit)")
+    raise ValueError(f"a step of --batch-size {batch} ({micro} sequences at once, {positions} positions each) needs "
+                     f"at least {need / 2**30:.1f} GiB, and {device.type} has {free / 2**30:.1f} GiB free: {advice}")
