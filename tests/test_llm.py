@@ -118,6 +118,24 @@ def test_score_missing_files_is_one_line_error(tmp_path, capsys):
 # a loopback server speaking the OpenAI, Anthropic and Gemini HTTP APIs
 
 
+def _encodings(key: str) -> str:
+    """The key's middle 12 characters, its base64, hex and reversed forms: what a hostile server echoes."""
+    import base64
+
+    middle = key[len(key) // 2 - 6:len(key) // 2 + 6]
+    return (f"{middle} {base64.b64encode(key.encode()).decode()} {base64.urlsafe_b64encode(key.encode()).decode()} "
+            f"{key.encode().hex()} {key.encode().hex().upper()} {key[::-1]} {key[5:11]}")
+
+
+def _fragments_in(text: str, key: str) -> list[str]:
+    """Every 6-character piece of the key, or 8 of its base64 / 12 of its hex, found in ``text``."""
+    import base64
+
+    forms = [(key, 6), (key[::-1], 6), (key.encode().hex(), 12), (key.encode().hex().upper(), 12),
+             (base64.b64encode(key.encode()).decode(), 8), (base64.urlsafe_b64encode(key.encode()).decode(), 8)]
+    return [form[i:i + n] for form, n in forms for i in range(len(form) - n + 1) if form[i:i + n] in text]
+
+
 class FakeLLM:
     """Answers each prompt with the true forces of its system (plus 1% of their spread as noise); ``behaviour(system,
     count)`` may return "garbage", "429", "500", "sleep" or None (answer). Counts requests per system."""
@@ -154,6 +172,9 @@ class FakeLLM:
                     return self._send(401, {"error": {"message": f"Incorrect API key provided: {KEY[:10]}*****"
                                                       f"{KEY[-4:]}; escaped {json.dumps(KEY)[1:-1][:12]}",
                                                       "type": "invalid_request_error"}})
+                if action == "401-key-encoded":  # a hostile server: the key's middle and its encodings
+                    return self._send(401, {"error": {"message": f"bad key {_encodings(KEY)}",
+                                                      "type": "invalid_request_error"}})
                 if action in ("429", "500"):
                     return self._send(int(action), {"error": {"message": "slow down", "type": "rate_limit"}},
                                       {"retry-after-ms": "5", "retry-after": "0"})
@@ -165,6 +186,8 @@ class FakeLLM:
                 text = "Thinking...\nANSWER: {\n" + entries + ",\n}"
                 if action == "garbage":
                     text = "I am not able to compute this. ANSWER: {0: 1.0e-8, 1: 1.0e-8, ...}"
+                if action == "echo-encoded":
+                    text = f"Received {_encodings(KEY)}.\n" + text
                 if action == "echo-key":  # a reply that carries the key back, in the text and the model's name
                     text = f"Your key {KEY} (or {KEY[:8]}) was used.\n" + text
                     body = {**body, "model": f"served-for-{KEY[-6:]}"}
@@ -289,6 +312,32 @@ def test_run_scores_answers_records_garbage_and_resumes_from_cache(env, systems,
         assert fake.total == SYSTEMS
         assert [r["r2_all"] for r in again["results"]] == [r["r2_all"] for r in doc["results"]]
     _no_key_anywhere(out)
+
+
+def test_no_fragment_or_encoding_of_the_key_reaches_a_file_or_the_terminal(env, systems, tmp_path, capsys):
+    out = tmp_path / "run"
+    with FakeLLM(systems, lambda s, c: {0: "echo-encoded", 1: "401-key-encoded"}.get(s)) as fake:
+        doc = _run(fake.url, out, concurrency=1)
+    res = {r["system"]: r for r in doc["results"]}
+    assert res[0]["parsed"] and res[0]["n_parsed"] == 450 and not res[1]["parsed"] and "401" in json.dumps(res[1])
+    printed = "".join(capsys.readouterr())
+    for path in [None, *(p for p in out.rglob("*") if p.is_file())]:
+        text = printed if path is None else path.read_text(errors="replace")
+        assert not _fragments_in(text, KEY), (path, _fragments_in(text, KEY))
+
+
+def test_an_openai_key_is_sent_only_to_openai(monkeypatch, tmp_path):
+    from orbitlaw.discovery.llm.providers import api_key
+
+    for name in ("OPENAI_API_KEY", "ORBITLAW_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key-000000")
+    with pytest.raises(ValueError, match="OPENAI_API_KEY is sent only to api.openai.com, not to 127.0.0.1"):
+        api_key("openai-compatible", "http://127.0.0.1:8000/v1")
+    assert api_key("openai-compatible", "https://api.openai.com/v1") == "sk-real-openai-key-000000"
+    assert api_key("openai", "http://127.0.0.1:8000/v1") == "sk-real-openai-key-000000"  # asked for explicitly
+    monkeypatch.setenv("ORBITLAW_LLM_API_KEY", "local-key-123456")
+    assert api_key("openai-compatible", "http://127.0.0.1:8000/v1") == "local-key-123456"
 
 
 def test_rate_limit_is_retried(env, systems, tmp_path):

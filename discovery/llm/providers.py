@@ -14,6 +14,7 @@ server sends ``Retry-After``. Other errors (bad key, unknown model, bad request)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -29,6 +30,9 @@ KEY_ENV = {
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     "openai-compatible": ("ORBITLAW_LLM_API_KEY", "OPENAI_API_KEY"),
 }
+OPENAI_HOSTS = ("api.openai.com",)
+"""Where ``openai-compatible`` may send ``OPENAI_API_KEY``: OpenAI's own endpoint. Any other ``--base-url`` takes
+its key from ``ORBITLAW_LLM_API_KEY`` only, so an OpenAI key never reaches a host it was not made for."""
 ANTHROPIC_DEFAULT_MAX_TOKENS = 32000
 """Anthropic requires an output budget; 450 numbers plus reasoning fit comfortably."""
 _MAX_WAIT_S = 120.0
@@ -63,14 +67,24 @@ class Completion:
     attempts: int = 1
 
 
-def api_key(provider: str) -> str:
-    """The provider's key from its environment variable(s); ValueError (one line) if unset."""
+def api_key(provider: str, base_url: str | None = None) -> str:
+    """The provider's key from its environment variable(s); ValueError (one line) if unset. ``openai-compatible``
+    reads ``OPENAI_API_KEY`` only for a ``base_url`` on :data:`OPENAI_HOSTS`."""
+    from urllib.parse import urlsplit
+
     check_provider(provider)
-    for name in KEY_ENV[provider]:
+    names = KEY_ENV[provider]
+    host = urlsplit(base_url or "").hostname or ""
+    if provider == "openai-compatible" and host not in OPENAI_HOSTS:
+        names = tuple(n for n in names if n != "OPENAI_API_KEY")
+    for name in names:
         value = os.environ.get(name, "").strip()
         if value:
             return value
-    raise ValueError(f"no API key for {provider}: set {' or '.join(KEY_ENV[provider])} in the environment")
+    held = (f" (OPENAI_API_KEY is sent only to {', '.join(OPENAI_HOSTS)}, not to {host or base_url}; to send it "
+            "there, set ORBITLAW_LLM_API_KEY to it)" if names != KEY_ENV[provider] and os.environ.get(
+                "OPENAI_API_KEY", "").strip() else "")
+    raise ValueError(f"no API key for {provider}: set {' or '.join(names)} in the environment{held}")
 
 
 def check_provider(provider: str) -> None:
@@ -80,25 +94,47 @@ def check_provider(provider: str) -> None:
 
 MIN_SECRET_PART = 4
 """The shortest run of a key's first or last characters that :func:`redact` removes."""
+FRAGMENT = 6
+"""The shortest piece of the key from anywhere in it (its middle included) that :func:`redact` removes; in an
+encoding, the characters that encode that many of the key's (8 of base64, 12 of hex)."""
 
 
 def _secret_forms(secret: str) -> set[str]:
-    """The key as written, and as JSON, a URL, Python's repr and HTML escape it."""
+    """The key as written, and as JSON, a URL, Python's repr and HTML escape it, and reversed."""
     from html import escape
     from urllib.parse import quote, quote_plus
 
     return {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret), repr(secret)[1:-1],
-            secret.encode("unicode_escape").decode("ascii"), escape(secret)}
+            secret.encode("unicode_escape").decode("ascii"), escape(secret), secret[::-1]}
+
+
+def _encoded_forms(secret: str) -> dict[str, int]:
+    """The key's common encodings, each with the window (characters) that encodes :data:`FRAGMENT` of the key's."""
+    import base64
+
+    raw = secret.encode()
+    b64 = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
+    b64 |= {f.rstrip("=") for f in b64}
+    return {**{f: FRAGMENT * 4 // 3 for f in b64}, raw.hex(): 2 * FRAGMENT, raw.hex().upper(): 2 * FRAGMENT}
+
+
+@functools.lru_cache(maxsize=8)  # redact_all calls redact on every string of a record
+def _fragments(secret: str) -> dict[str, None]:
+    """Every window of :data:`FRAGMENT` characters (or its encoded length) of every form of the key, in order."""
+    windows = {form: FRAGMENT for form in _secret_forms(secret)} | _encoded_forms(secret)
+    return {form[i:i + n]: None for form, n in windows.items() if len(form) >= n for i in range(len(form) - n + 1)}
 
 
 def redact(text: str, secret: str | None) -> str:
     """``text`` with the key ``secret`` replaced by ``***`` wherever any part of it shows: the key in each of
     its escaped forms (:func:`_secret_forms`), and every run of :data:`MIN_SECRET_PART` or more characters
     that begins or ends one of those forms (error messages print a key's prefix or suffix, ``sk-abc1...wxyz``).
-    A key shorter than that is replaced only whole."""
+    A key shorter than that is replaced only whole. Any :data:`FRAGMENT` characters of the key, from anywhere in
+    it, in any of those forms, reversed, or in base64 or hex (:func:`_fragments`), are replaced too, so no piece
+    of the key longer than five characters survives in any form."""
     if not secret or not text:
         return text
-    spans = []
+    spans = [(i, i + len(part)) for part in _fragments(secret) for i in _find_all(text, part)]
     for form in _secret_forms(secret):
         if len(form) < MIN_SECRET_PART:
             spans += [(i, i + len(form)) for i in _find_all(text, form)]
@@ -212,7 +248,7 @@ class ChatClient:
         self.provider, self.model, self.base_url = provider, model, base_url
         self.settings = settings or Settings()
         self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
-        self._key = api_key(provider)
+        self._key = api_key(provider, base_url)
         self._client = self._make_client()
 
     # ------------------------------------------------------------------------------------------------
