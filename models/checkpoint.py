@@ -19,9 +19,10 @@ checkpoint (``latest`` and the checkpoint directory included) may be a link out 
 
 Nothing damaged is computed on: every file read is checked against ``checksums.json`` (sha256, about
 1 GB/s: 0.4 s for the 436 MB of a 109M-parameter model), and a mismatch is a one-line ValueError naming
-the file. Checkpoints written before checksums existed have no ``checksums.json``; they load unchecked
-(as they always did: there is nothing to check them against), and the next save of a resumed run writes
-one.
+the file. A checkpoint without ``checksums.json`` (one written before checksums existed, or one whose record
+was removed, which would otherwise turn every check off) is refused, unless the user asks for it explicitly:
+``orbitlaw --allow-unchecked COMMAND`` or ``ORBITLAW_ALLOW_UNCHECKED=1`` (:data:`ALLOW_UNCHECKED_ENV`); it then
+loads unchecked, and the next save of a resumed run writes one.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from safetensors.torch import load_file, save_file
 from orbitlaw.provenance import inside, write_text_atomic
 
 CHECKSUMS = "checksums.json"
+ALLOW_UNCHECKED_ENV = "ORBITLAW_ALLOW_UNCHECKED"
+"""Set to 1 (``orbitlaw --allow-unchecked`` does) to load a checkpoint that has no checksums, unchecked."""
 _CHECKED = ("model.safetensors", "trainer.pt")
 
 
@@ -126,12 +129,17 @@ def _sha256(path: Path) -> str:
 def _checked_file(path: Path, name: str) -> Path:
     """``path/name`` (a checkpoint directory's file), refused unless it stays inside ``path`` and matches
     the sha256 recorded in ``path/checksums.json`` (a checkpoint written before checksums has none: then
-    unchecked, see the module docstring). One-line ValueError naming the file."""
+    refused unless :data:`ALLOW_UNCHECKED_ENV` is set, see the module docstring). One-line ValueError naming the
+    file."""
     path = Path(path)
     file = inside(path, path / name, "checkpoint")
     record = path / CHECKSUMS
     if not record.exists() and not record.is_symlink():
-        return file
+        if os.environ.get(ALLOW_UNCHECKED_ENV) == "1":
+            return file
+        raise ValueError(f"checkpoint {path} has no {CHECKSUMS}, so {name} cannot be checked (a checkpoint from "
+                         "before checksums, or one whose record was removed); to load it unchecked, pass "
+                         f"orbitlaw --allow-unchecked (or set {ALLOW_UNCHECKED_ENV}=1)")
     record = inside(path, record, "checkpoint")
     try:
         expected = json.loads(record.read_bytes())["sha256"][name]

@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="orbitlaw", description="Discover physical laws with sequence models."
     )
     parser.add_argument("--version", action="version", version=f"orbitlaw {__version__}")
+    parser.add_argument("--allow-unchecked", action="store_true",
+                        help="load checkpoints that have no checksums.json (from before checksums), unchecked")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in commands():
         importlib.import_module(f"orbitlaw.commands.{name}").add_parser(sub)
@@ -87,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.allow_unchecked:  # through the environment, so torchrun's and the study's processes see it too
+        from orbitlaw.models.checkpoint import ALLOW_UNCHECKED_ENV
+
+        os.environ[ALLOW_UNCHECKED_ENV] = "1"
     try:
         return int(args.func(args) or 0)
     except (UserError, ValueError) as exc:  # a FieldError names each field by the flag that set it

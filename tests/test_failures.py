@@ -207,7 +207,7 @@ def test_discover_names_a_directory_given_as_its_input(tmp_path, capsys):
     assert code == 2 and "is a directory, not a CSV file" in err and "does not exist" not in err, err
 
 
-def test_a_damaged_trainer_state_is_called_damaged(env, tmp_path, capsys):
+def test_a_damaged_trainer_state_is_called_damaged(env, tmp_path, monkeypatch, capsys):
     data, good = env
     run = tmp_path / "run"
     shutil.copytree(good, run)
@@ -218,8 +218,9 @@ def test_a_damaged_trainer_state_is_called_damaged(env, tmp_path, capsys):
     state.write_bytes(raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1:])  # one flipped bit: torch.CyteStorage
     code, err = _cli(capsys, *_train_args(data, run, "--resume"))  # checked against its checksum
     assert code == 2 and "trainer.pt is corrupted or truncated" in err, err
-    (ckpt / "checksums.json").unlink()  # a checkpoint from before checksums: torch's refusal is read
-    code, err = _cli(capsys, *_train_args(data, run, "--resume"))
+    (ckpt / "checksums.json").unlink()  # a checkpoint from before checksums, allowed: torch's refusal is read
+    monkeypatch.setenv(checkpoint.ALLOW_UNCHECKED_ENV, "0")  # the flag sets it to 1; restored after the test
+    code, err = _cli(capsys, "--allow-unchecked", *_train_args(data, run, "--resume"))
     assert code == 2 and "trainer.pt is corrupted or truncated" in err and "could run code" not in err, err
 
 

@@ -227,11 +227,18 @@ def test_a_flipped_trainer_state_byte_is_refused_on_resume(env, tmp_path):
         train(_train_config(data, bad, max_steps=4), resume=True, progress=False)
 
 
-def test_a_checkpoint_from_before_checksums_loads_unchecked(env, tmp_path):
-    """The documented choice (models/checkpoint.py): no checksums.json, nothing to check against."""
+def test_a_checkpoint_without_checksums_is_refused_unless_allowed(env, tmp_path, monkeypatch, capsys):
+    """The documented choice (models/checkpoint.py): no checksums.json, nothing to check against, so refused
+    unless asked for explicitly; then it loads unchecked."""
     data, run = env
     old = _copy(run, tmp_path / "run")
     (checkpoint.latest(old) / checkpoint.CHECKSUMS).unlink()
+    with pytest.raises(ValueError, match="has no checksums.json, so model.safetensors cannot be checked"):
+        load_run(old)
+    code, err = _cli(capsys, "evaluate", "--run", old, "--data", data, "--sequences", "2")
+    assert code == 2 and "pass orbitlaw --allow-unchecked" in err and len(err.strip().splitlines()) == 1
+    monkeypatch.setenv(checkpoint.ALLOW_UNCHECKED_ENV, "0")  # what the flag sets, restored after the test
+    assert _cli(capsys, "--allow-unchecked", "evaluate", "--run", old, "--data", data, "--sequences", "2")[0] == 0
     model, _ = load_run(old)
     reference, _ = load_run(run)
     for key, value in reference.state_dict().items():

@@ -70,7 +70,8 @@ def add_parser(sub) -> None:
     p.set_defaults(get_default=p.get_default)  # --config checks that no other setting was given
 
 
-_NOT_SETTINGS = ("data", "out", "config", "resume", "quiet", "log_to", "func", "command", "get_default")
+_NOT_SETTINGS = ("data", "out", "config", "resume", "quiet", "log_to", "func", "command", "get_default",
+                 "allow_unchecked")
 
 
 def _from_file(args):
