@@ -92,7 +92,7 @@ def build_manifest(config: dict, digest: str, done: dict[tuple[str, int], dict])
                            "sha256_of_blocks": hashlib.sha256(joined.encode()).hexdigest()}
         outside = int(sum(r["outside"] for r in recs))
         split_info[split] = {"count": n, "outside_range": outside, "files": files}
-    return {
+    manifest = {
         **config,
         "config_hash": digest,
         "code_version": code_version(),
@@ -103,6 +103,15 @@ def build_manifest(config: dict, digest: str, done: dict[tuple[str, int], dict])
                     "sequences, in order",
         "split_info": split_info,
     }
+    return {**manifest, "manifest_sha256": manifest_digest(manifest)}
+
+
+def manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's canonical JSON (sorted keys) without its own ``manifest_sha256``: a byte of the
+    manifest changed (a file's checksum included) is then blamed on the manifest, not on the file. It detects
+    damage, not tampering (anyone can recompute it); token ids are checked on every batch regardless."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def check_manifest(manifest, path: Path) -> None:
@@ -151,6 +160,9 @@ def check_manifest(manifest, path: Path) -> None:
                   f"{list(manifest['splits'])}")
     for split, info in manifest["split_info"].items():
         _check_split_info(split, info, manifest["splits"][split], path, bad)
+    if "manifest_sha256" in manifest and manifest["manifest_sha256"] != manifest_digest(manifest):  # older: none
+        raise bad("its contents differ from what was written (manifest_sha256 does not match them), so its "
+                  "checksums cannot be trusted; re-run the simulate command that made the dataset with --repair")
 
 
 def _check_split_info(split: str, info, count: int, path: Path, bad) -> None:

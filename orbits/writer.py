@@ -65,6 +65,7 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
         raise ValueError("no splits given")
     check_split_names(splits)
     at_least(SimpleNamespace(workers=workers), 1, "workers")
+    at_least(SimpleNamespace(seed=seed), 0, "seed")
     params = presets.preset_params(preset, overrides)
     spec = TokenizerSpec()
     check_block_size(preset, params)

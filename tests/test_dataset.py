@@ -145,6 +145,7 @@ def test_truncated_or_corrupted_files_are_reported(tmp_path):
         (["--splits", "train=ten"], "malformed --splits entry"),
         (["--splits", "train=1,train=2"], "given twice"),
         (["--workers", "0"], "--workers must be >= 1"),
+        (["--seed", "-1"], "--seed must be >= 0, got -1"),
         (["--config", "CFG:{\"e_max\": 1.2}"], "eccentricity must stay below 1"),
         (["--config", "CFG:{\"mass_uniform\": [0, 0.01]}"], "positive solar masses"),
         (["--config", "CFG:{\"mass_uniform\": [-1, 0.01]}"], "positive solar masses"),

@@ -170,10 +170,15 @@ def test_a_corrupted_token_id_is_a_one_line_error(run, tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     manifest = json.loads((bad / "manifest.json").read_text())  # a manifest that agrees: the ids are checked
     from orbitlaw.orbits.manifest import file_digest as _file_digest
+    from orbitlaw.orbits.manifest import manifest_digest
 
     info = manifest["split_info"]["train"]["files"]["tokens"]
     flipped = np.load(bad / "train" / "tokens.npy", mmap_mode="r")
     info["sha256_of_blocks"] = _file_digest(flipped, manifest["shard_size"])
+    (bad / "manifest.json").write_text(json.dumps(manifest))  # the manifest's own checksum no longer agrees
+    out = _cli(*args, "--out", str(tmp_path / "r2"))
+    assert out.returncode == 2 and "manifest.json is corrupted: its contents differ from what was written" in out.stderr
+    manifest["manifest_sha256"] = manifest_digest(manifest)  # an adversary can reseal it: the ids are checked
     (bad / "manifest.json").write_text(json.dumps(manifest))
     out = _cli(*args, "--out", str(tmp_path / "r2"))
     assert out.returncode != 0 and "token id 65535 is outside the vocabulary" in out.stderr
