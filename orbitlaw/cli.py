@@ -105,11 +105,11 @@ def _main(argv: list[str] | None) -> int:
         print(f"orbitlaw {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the library names the file it was writing (orbitlaw.provenance.naming)
-        full = exc.errno == errno.ENOSPC
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         print(f"orbitlaw {args.command}: error: {exc.strerror or exc}"
               + (f": {exc.filename}" if exc.filename else "")
               + ("; free some space there and re-run the same command" if full else ""), file=sys.stderr)
-        return 1
+        return 1 if full or exc.errno in (errno.EIO, errno.EAGAIN, None) else 2  # a path the user gave: 2
     except MemoryError:
         print(f"orbitlaw {args.command}: error: out of memory: the sizes asked for (sequence length, steps, "
               "batch, splits) do not fit this machine", file=sys.stderr)

@@ -106,7 +106,11 @@ class OutputLock:
         while not parent.exists() and parent != parent.parent:
             missing.append(parent)
             parent = parent.parent
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a component of the path is a file
+            blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), self.path.parent)
+            raise ValueError(f"cannot write {self.what}: {blocker} is a file, not a directory") from None
         self._made = missing  # deepest first
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

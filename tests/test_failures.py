@@ -92,6 +92,7 @@ def test_a_full_disk_in_a_resumed_run_leaves_it_as_it_was(env, tmp_path, monkeyp
 
 def test_out_of_vocabulary_tokens_leave_no_run(env, tmp_path, capsys):
     from orbitlaw.orbits.manifest import file_digest as _file_digest
+    from orbitlaw.orbits.manifest import manifest_digest
 
     data, _ = env
     bad = tmp_path / "data"
@@ -104,6 +105,7 @@ def test_out_of_vocabulary_tokens_leave_no_run(env, tmp_path, capsys):
     info = manifest["split_info"]["train"]["files"]["tokens"]
     info["sha256_of_blocks"] = _file_digest(np.load(bad / "train" / "tokens.npy", mmap_mode="r"),
                                             manifest["shard_size"])
+    manifest["manifest_sha256"] = manifest_digest(manifest)  # resealed, as an adversary could
     (bad / "manifest.json").write_text(json.dumps(manifest))
     code, err = _cli(capsys, *_train_args(bad, tmp_path / "r"))
     assert code == 2 and "outside the vocabulary" in err, err
