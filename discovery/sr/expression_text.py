@@ -13,13 +13,15 @@ would build a hundred-million-digit integer and hang the command that reads it. 
 most :data:`MAX_EXPONENT` in size, and a power of two numbers at most :data:`MAX_DIGITS` digits; a tree
 deeper than Python can parse is refused too. Every number the tree makes along the way (a literal, or what
 sympy folds a function or operation of numbers into) is at most :data:`MAX_MAGNITUDE` in size, a float64's
-range: ``cos(exp(4.05e6))`` would otherwise ask sympy for the cosine of a 1.7-million-digit number, which it
-computes exactly and which never returns. The laws a search writes are far inside these bounds.
+range, which no law a search evaluated can exceed: ``cos(exp(4.05e6))`` would otherwise ask sympy for the
+cosine of a 1.7-million-digit number, which it computes exactly and which never returns. The laws a search
+writes are far inside these bounds.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 
 import sympy
 
@@ -31,7 +33,7 @@ _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: l
 MAX_TEXT = 100_000
 MAX_EXPONENT = 1000  # the largest numeric exponent read back (a law's exponents are a few units)
 MAX_DIGITS = 4000  # the largest number a power of two numbers may make (digits; Python prints up to 4,300)
-MAX_MAGNITUDE = 1e300  # the largest |number| anywhere in the tree (a float64 holds up to 1.8e308)
+MAX_MAGNITUDE = sys.float_info.max  # the largest |number| anywhere in the tree: a float64's (1.8e308)
 
 
 def parse(text: str, symbols: dict[str, sympy.Symbol]) -> sympy.Expr:
@@ -71,7 +73,7 @@ def _build(node: ast.AST, text: str, symbols: dict) -> sympy.Expr:
         size = abs(number if number.is_Number else number.evalf(15))
         if size.is_Number and size.is_finite and size > MAX_MAGNITUDE:
             raise ValueError(f"a number in expression {text[:80]!r} is about {sympy.Float(size, 3)}, beyond "
-                             f"{MAX_MAGNITUDE:g} (the range a law is evaluated in)")
+                             f"{MAX_MAGNITUDE:.3g} (a float64's range, the one a law is evaluated in)")
     return value
 
 
