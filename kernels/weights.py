@@ -6,7 +6,7 @@ and returns ``(W, j0)``: W of shape (B, H, stop - start, stop - j0), the weight 
 (0 outside the causal mask and the window), and j0, the first key any of these rows can attend. The
 output of a variant is ``W @ v[..., j0:stop, :]`` (LASER: see ``orbitlaw.kernels.reference.laser_attention``).
 
-Notation (science.md section 4), for query row i with n_i keys (i, or min(i, w) with a window), scores
+Notation (docs/protocol.md, "Attentions"), for query row i with n_i keys (i, or min(i, w) with a window), scores
 s_ij = q_i . k_j / sqrt(d) and length-scaled cosine scores S_ij = log(d) log(n_i) q^_i . k^_j:
 
 ==================  =========================================================================================

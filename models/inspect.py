@@ -11,7 +11,7 @@ projection) is exactly what the model computes:
 q and k are taken from the model's own forward pass (a forward pre-hook on each block's attention
 records its input and rotary tables; q, k, v are then formed by the block's ``c_attn`` exactly as
 ``CausalSelfAttention.forward`` does), and the weights are the registry's
-(``orbitlaw.kernels.registry.weights``: the formulas of ``orbitlaw.kernels.weights``, science.md section 4)
+(``orbitlaw.kernels.registry.weights``: the formulas of ``orbitlaw.kernels.weights``, docs/protocol.md, "Attentions")
 with the model's causal mask, sliding window, power p and position encoding. Weights are computed in
 float32 (float64 for a float64 model), whatever backend (SDPA, Triton) the model itself used. Memory:
 n_layer x B x H x T^2 floats (gpt-109m at T = 999: 48 MB per sequence and layer).

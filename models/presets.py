@@ -5,7 +5,7 @@ and the 2 x 7003 head; its context is the first 256 tokens of each sequence, sin
 dominate the cost on a CPU). ``tiny`` starts its bin embeddings and head at Fourier features of the bin centres
 (``embed_init="fourier"``, see ``GPT._fourier_init``): with the normal init a tiny model spends its
 minutes learning the order of 7000 bins one by one (``benchmarks/tiny_convergence.py`` compares both).
-``control`` is the positive control's regression GPT (science.md sections 7-8, after Liu et al. 2026):
+``control`` is the positive control's regression GPT (docs/protocol.md, "A positive control", after Liu et al. 2026):
 continuous (x, y) positions in AU in, MSE out, 2 layers, width 32, one head (25.8k parameters trained on
 model windows of W = 3 steps, ``TrainConfig.chunk_steps``; 32.0k reading 200 positions whole)."""
 

@@ -17,7 +17,7 @@ years, solar masses.
   star moves (true two-body motion). Stores positions, velocities and forces.
 - ``two-body``: the reference's ``--two_body_only`` variant (a secondary result, NOT its main probe set):
   one planet, both masses U(1e-4, 1.01e-2) (the lighter is the planet), the star moves.
-- ``binary``: the positive control's orbits (science.md section 8): two comparable bodies, both masses
+- ``binary``: the positive control's orbits (docs/controls.md): two comparable bodies, both masses
   log-uniform on [0.2, 1] M_sun per system (the lighter is "the planet"), a ~ U(4, 6) AU, e from the same Beta
   prior capped at 0.3, a fixed six-month step, 100 steps. Each body's curvature gives the other's mass
   (a_planet = G m2 / r^2, a_star = G m1 / r^2), so every variable of F = G m1 m2 / r^2 shows in the dynamics

@@ -46,7 +46,7 @@ def test_every_attention_trains_in_float32(name):
 
 
 def _row_weights(name: str, q, k, i: int, p: float) -> torch.Tensor:
-    """Weights of query row i (0-based) over keys 0..i, straight from the formulas (science.md section 4 and
+    """Weights of query row i (0-based) over keys 0..i, straight from the formulas (docs/protocol.md, "Attentions", and
     the LSSAR write-up's ablations), one row at a time: (B, H, i + 1)."""
     n, d, T = i + 1, q.shape[-1], q.shape[-2]
     s = torch.einsum("bhd,bhjd->bhj", q[:, :, i], k[:, :, :n]) / math.sqrt(d)

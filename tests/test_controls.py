@@ -1,5 +1,5 @@
 """The positive control's pieces: the binary preset, chunked regression models, their training, resume,
-probes and the window oracles (science.md section 8)."""
+probes and the window oracles (docs/controls.md)."""
 
 import json
 

@@ -1,5 +1,5 @@
 """Tests of kernels/: the PyTorch references against naive per-row loops straight from the formulas
-(science.md section 4), and the Triton kernels (forward and q, k, v gradients) against the references.
+(docs/protocol.md, "Attentions"), and the Triton kernels (forward and q, k, v gradients) against the references.
 
 Triton runs on the CPU under TRITON_INTERPRET=1 (set by conftest.py), in float32 on small shapes, with
 16-wide blocks so that T not a multiple of the block is exercised; with ORBITLAW_TEST_CUDA=1 on a GPU

@@ -1,6 +1,6 @@
 """What any readout of a W-step window of a ``binary`` orbit can reach, and what the verdict says of it (issue 15).
 
-The positive control asks a model that reads W = 3 steps of both bodies (science.md section 8) to carry
+The positive control asks a model that reads W = 3 steps of both bodies (docs/controls.md) to carry
 |F| = G m1 m2 / r^2, where both masses show only in the curvature. Before blaming the model or the probe,
 this measures the ceiling of the readout itself on the control's own rows (the planet steps of a ``binary``
 set, held out by system, the 5,000 near-train rows as the probe's ``predictions.csv`` has them), for

@@ -1,4 +1,4 @@
-"""LLM baselines: ask frontier LLMs for the two-body force (Vafa et al. 2025, science.md section 6).
+"""LLM baselines: ask frontier LLMs for the two-body force (Vafa et al. 2025, docs/protocol.md, "LLM baselines").
 
 - :mod:`~orbitlaw.discovery.llm.prompt` builds the reference prompt (byte for byte with ``reference=True``);
 - :mod:`~orbitlaw.discovery.llm.systems` draws two-body systems and reads/writes the reference's file layout;

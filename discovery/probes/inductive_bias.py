@@ -1,5 +1,5 @@
-"""The inductive-bias probe (Vafa et al. 2025, science.md §9): does the model extrapolate from a few labels
-the way a model of the true state would?
+"""The inductive-bias probe (Vafa et al. 2025; docs/protocol.md, "The inductive-bias probe"): does the model
+extrapolate from a few labels the way a model of the true state would?
 
 Protocol (the reference code, ``generate_white_noise_and_oracle_predictions.py`` and
 ``compute_inductive_bias.py`` of its physics folder, with the differences listed below):

@@ -5,7 +5,7 @@
   position and velocity, AU and AU/yr, planet and star masses, M_sun), features standardised on the
   labels, k = 2, fitted on exactly the probe's labelled steps; predicts the target: |F| or (F_x, F_y) in
   M_sun AU/yr^2, or the planet's |a| = |F| / m1 in AU/yr^2.
-- ``knn-window`` and ``mlp-window``: the fair oracles of a chunked model (science.md section 8): k-NN
+- ``knn-window`` and ``mlp-window``: the fair oracles of a chunked model (docs/controls.md): k-NN
   (k = ``neighbors``) or an MLP (two hidden layers of 64, scikit-learn, early stopping; a magnitude |F|
   or |a| learned as its log) on exactly the raw positions a model trained on chunks of
   W = ``window_steps`` steps reads at the row: the W (N + 1) body positions (AU) ending at the planet's

@@ -40,7 +40,8 @@ OPERATORS = ("add", "mul", "div", "sin", "cos", "exp", "sqrt")
 """The default operators (Operon's names; ``div`` is the inverse, ``sqrt`` the square root)."""
 
 REFERENCE_OPERATORS = ("add", "mul", "div", "sin", "cos", "exp")
-"""The reference protocol's operators (science.md section 5: ``+``, ``*``, ``sin``, ``cos``, ``exp``, inverse)."""
+"""The reference protocol's operators: ``+``, ``*``, ``sin``, ``cos``, ``exp``, inverse (docs/protocol.md, "The
+force probe and its symbolic regression")."""
 
 _PYSR_UNARY = {"sin": "sin", "cos": "cos", "exp": "exp", "sqrt": "sqrt", "div": "inv(x) = 1/x"}
 

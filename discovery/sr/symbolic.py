@@ -18,10 +18,10 @@ The seeds then vote: the form a strict majority chose is refitted on all rows an
 (:mod:`orbitlaw.discovery.sr.verdict`); without a majority, or when the law explains the target no better than a
 constant, the verdict is ``inconclusive`` and ``newtonian`` is false.
 
-``protocol="reference"`` is instead the reference's symbolic regression (science.md §5,
-:func:`fit_galaxy`): per seed ("galaxy") ``points`` random rows, ``restarts`` searches with the
-epsilon-insensitive L1 loss, each reporting its own model chosen by the PySR score on its own front, and
-the galaxy keeping the restart with the highest score; errors in relative L1, no held-out rows, no
+``protocol="reference"`` is instead the reference's symbolic regression (docs/protocol.md, "The force probe and
+its symbolic regression"; :func:`fit_galaxy`): per seed ("galaxy") ``points`` random rows, ``restarts``
+searches with the epsilon-insensitive L1 loss, each reporting its own model chosen by the PySR score on its own
+front, and the galaxy keeping the restart with the highest score; errors in relative L1, no held-out rows, no
 power-law screen. The same cross-seed decision and grades are then applied.
 
 One seed is :mod:`orbitlaw.discovery.sr.seed_fit`, the seeds' vote :mod:`orbitlaw.discovery.sr.cross_seed`, the

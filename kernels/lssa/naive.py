@@ -7,7 +7,7 @@ count n_i = min(i, w) takes the place of i in the length scale log(i) and in LSS
 window longer than the sequence changes nothing). ``chunk_size`` evaluates the queries in blocks (see
 ``orbitlaw.kernels.reference.run_chunked``): at most chunk_size x T scores exist at once.
 
-Formulas (science.md section 4), per batch, head and query row i with key count n_i:
+Formulas (docs/protocol.md, "Attentions"), per batch, head and query row i with key count n_i:
   LSSA:  S_ij = log(d) log(n_i) (q_i/|q_i|) . (k_j/|k_j|);  A_ij = softplus(S_ij) / sum_j softplus(S_ij)
   LSSAR: R_ij = relu(n_i A_ij - O_i)^p, O_i = 0 for n_i <= 3 else 1;  W_ij = R_ij / sum_j R_ij; a row
          whose LSSA weights all tie (so all R_ij = 0) keeps its LSSA weights.

@@ -1,4 +1,4 @@
-"""The study's controls (science.md section 8): can the probe say "Newton" when a model has the law inside,
+"""The study's controls (docs/controls.md): can the probe say "Newton" when a model has the law inside,
 and "no" when it cannot?
 
 Every configuration goes through the same stages as the study's models (train, fine-tuned probe,

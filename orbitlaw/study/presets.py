@@ -4,7 +4,7 @@
   numbers only show that the pipeline works.
 - ``cpu``: the strongest study 2 CPU cores do in about an hour: tiny GPTs (2 layers, 128 wide; about
   20 minutes of pretraining each, 3.3M tokens) on two-body orbits, probes fine-tuned for 300 steps.
-- ``gpu-109m``: the reference scale (Vafa et al. 2025, science.md §3): the 108.5M GPT with learned
+- ``gpu-109m``: the reference scale (Vafa et al. 2025, docs/protocol.md, "Model"): the 108.5M GPT with learned
   positions pretrained on the ``vafa2025`` data with the reference recipe (AdamW, constant lr 6e-4
   without warmup, global batch 512, 600k steps), probed on 10,000 ``two-body-exoplanet`` sequences (the
   reference's force-probe set), 10k fine-tuning steps, SR with 5 seeds. For ``torchrun --nproc_per_node
