@@ -2,6 +2,7 @@
 re-judged at τ = 1%, 1.5% and 2%, τ chosen by :data:`PRECISION_RULE`, and the controls' pass rule applied there.
 
     python benchmarks/experiments/precision.py --study STUDY --result FILE.json [--workers N]
+    python benchmarks/experiments/precision.py --markdown-only --result FILE.json   # FILE.md again from FILE.json
 
 STUDY is a finished ``orbitlaw run --preset controls`` directory (or ``benchmarks/experiments/controls.py
 --out``). Each row is judged as the study judged it, with only the precision changed: the same
@@ -20,7 +21,7 @@ import platform
 from pathlib import Path
 
 from orbitlaw.commands._shared import default_workers
-from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic
+from orbitlaw.provenance import code_version, dependency_versions, write_json_atomic, write_text_atomic
 from orbitlaw.study import stages
 from orbitlaw.study.controls import ORACLES, PASS_RULE, passes
 
@@ -86,10 +87,16 @@ def chosen_precision(knn_state: dict[float, dict]) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--study", required=True, type=Path, help="a finished controls study directory")
+    ap.add_argument("--study", type=Path, help="a finished controls study directory")
     ap.add_argument("--result", required=True, type=Path, help="where the JSON goes")
     ap.add_argument("--workers", type=int, default=default_workers(), help="search seeds fitted in parallel")
+    ap.add_argument("--markdown-only", action="store_true", help="run nothing: FILE.md again from --result")
     args = ap.parse_args()
+    if args.markdown_only:
+        write_text_atomic(args.result.with_suffix(".md"), markdown(json.loads(args.result.read_text())))
+        return
+    if args.study is None:
+        ap.error("--study is needed, except with --markdown-only")
     rows = law_rows(args.study)
     study = stages.Study(args.study, progress=True)
     rows.sort(key=lambda r: r["name"] != "knn-state")  # the row that decides τ first
@@ -112,7 +119,38 @@ def main() -> None:
            "code_version": code_version(), "dependency_versions": dependency_versions(),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     write_json_atomic(args.result, doc)
+    write_text_atomic(args.result.with_suffix(".md"), markdown(doc))
     print(json.dumps({k: doc[k] for k in ("chosen_precision", "passes")}))
+
+
+def _pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.2f}%"
+
+
+def _interval(values) -> str:
+    return "" if not values else f" [{_pct(values[0])}, {_pct(values[1])}]"
+
+
+def markdown(doc: dict) -> str:
+    """The result as a table: each row's verdict at each precision, and its distances at the study's own."""
+    own = f"{doc['study_precision']:g}"
+    tau = doc["chosen_precision"]
+    head = ("τ chosen: " + ("none (knn-state is newtonian at no τ)" if tau is None else f"{tau:.1%}")
+            + f"; pass rule at τ: {'held' if doc['passes']['passed'] else 'failed'}"
+            + (f" (positive {doc['passes']['positive']})" if "positive" in doc["passes"] else "")
+            + "; at each τ: " + ", ".join(f"{float(t):.1%} {'held' if p['passed'] else 'failed'} ({p['positive']})"
+                                          for t, p in doc["passes_at_each_precision"].items()))
+    lines = [head, "", "| row | " + " | ".join(f"verdict at {float(t):.1%}" for t in doc["taus"]) + " | exact law "
+             "from Newton [95%] | free fit from Newton [95%] | resolution (RMS ln) |",
+             "|---|" + "---|" * (len(doc["taus"]) + 3)]
+    for row in doc["rows"]:
+        at = row["by_precision"]
+        base = at[own]
+        lines.append(f"| {row['name']} | " + " | ".join(f"`{at[f'{t:g}']['verdict']}`" for t in doc["taus"])
+                     + f" | {_pct(base['exact_departure'])}{_interval(base['exact_departure_ci95'])} | "
+                     f"{_pct(base['free_fit_departure'])}{_interval(base['free_fit_departure_ci95'])} | "
+                     f"{_pct(base['resolution_rms_ln'])} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
