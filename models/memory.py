@@ -4,8 +4,9 @@ A batch far too large for the machine (``--batch-size 100000`` on a CPU) would o
 until the kernel's out-of-memory killer ends the process, and perhaps others beside it. The bound counts only
 what a forward and backward pass cannot avoid keeping at once:
 
-- the head's outputs and their gradient, ``2 * head`` floats a position (``head`` = 2 x vocab_size for a
-  token model: one distribution per coordinate);
+- for a token model, the head's outputs and their gradient, ``2 * head`` floats a position (``head`` = 2 x
+  vocab_size: one distribution per coordinate; a regression model's head may be taken at only some positions,
+  so it is not counted);
 - the activations each layer keeps for the backward pass, at least ``8 * n_embd`` numbers a position (a block
   keeps its normed input, q, k, v, the attention output, the MLP's 4x-wide hidden layer and more: about
   16 x n_embd in fp32, half that in bf16).
@@ -25,8 +26,7 @@ BYTES_PER_NUMBER = 4  # fp32 (bf16 activations are counted at 8 x n_embd, half o
 
 def step_bytes_lower_bound(config: GPTConfig, micro: int, positions: int) -> int:
     """Bytes that one forward and backward pass of ``micro`` sequences of ``positions`` positions needs at least."""
-    head = (2 * config.vocab_size if not config.regression else
-            2 * config.position_bins if config.outputs == "bins" else 2)
+    head = 0 if config.regression else 2 * config.vocab_size  # a regression model's head may read a few positions
     per_position = config.n_layer * 8 * config.n_embd + 2 * head
     return BYTES_PER_NUMBER * micro * positions * per_position
 

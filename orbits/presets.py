@@ -169,8 +169,8 @@ def _validate_priors(p: dict) -> None:
             shape, _, scale = _numbers(p, key, 3)
             if not (shape > 0 and scale > 0):
                 raise ValueError(f"{key} needs positive shape and scale, got {p[key]}")
-    if not (p["com_sigma"] == 0 or _physical(p["com_sigma"], "AU")):
-        raise ValueError(f"com_sigma must be 0 or in {_bounds('AU')}, got {p['com_sigma']}")
+    if not (_is_number(p["com_sigma"]) and 0 <= p["com_sigma"] <= PHYSICAL["AU"][1]):
+        raise ValueError(f"com_sigma must be a number in [0, {PHYSICAL['AU'][1]:g}] AU, got {p['com_sigma']}")
     if "freeze_star" in p and not isinstance(p["freeze_star"], bool):
         raise ValueError("freeze_star must be true or false")
     if "min_spacing" in p and not (_is_number(p["min_spacing"]) and p["min_spacing"] >= 1):

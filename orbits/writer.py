@@ -15,9 +15,10 @@ keeps against the digest recorded when it was written, and redoes a block damage
 
 A finished dataset that fails its checksums (a flipped byte, a file cut short) is rebuilt by the same command
 with ``repair=True`` (``simulate --repair``): it verifies every file, and only where one fails writes the whole
-dataset again in the staging directory and swaps it in (the damaged copy is moved aside first, so a kill
-leaves either copy, and a re-run finishes the swap). Every sequence depends only on the seed, split and index,
-so the rebuilt dataset is byte for byte the one that was damaged, as it was first written.
+dataset again in the staging directory, the damaged copy left in place until the rebuilt one is finished, then
+swaps them (a kill leaves one complete copy or the other, and a re-run finishes). Every sequence depends only on
+the seed, split and index, so with the same code the rebuilt dataset is byte for byte the one first written; a
+file that comes out otherwise (other code or library versions) is named in a warning.
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
                              "the directory and re-run the same command to write it again") from None
         if existing.get("config_hash") == digest:
             if not repair or intact(out):
+                shutil.rmtree(_aside(out), ignore_errors=True)  # a copy a killed repair left, if any
                 return out
             with OutputLock.beside(out, f"dataset {out}"):
-                return _rebuild(preset, splits, seed, out, workers, params, spec, config, digest, progress)
+                return _rebuild(preset, splits, seed, out, workers, params, spec, config, digest, progress, existing)
         raise ValueError(f"{out} holds a different dataset (preset {existing.get('preset')}, seed "
                          f"{existing.get('seed')}, splits {existing.get('splits')}); refusing to overwrite "
                          "it")
@@ -107,25 +109,56 @@ def intact(out: Path) -> bool:
     return True
 
 
-def _rebuild(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
-    """Write the dataset ``out`` again from scratch beside it and swap it in for the damaged copy."""
-    stage, damaged = out.parent / f".{out.name}.partial", out.parent / f".{out.name}.damaged"
-    if stage.exists() and not (stage / "config.json").exists() and not (stage / "manifest.json").exists():
-        shutil.rmtree(stage)
-    if not damaged.exists():
-        os.replace(out, damaged)  # a kill from here on leaves the damaged copy aside and the staging directory
-    return _simulate_locked(preset, splits, seed, out, workers, params, spec, config, digest, progress)
+def _aside(out: Path) -> Path:
+    """Where :func:`_rebuild` moves a damaged dataset while it swaps the rebuilt one in."""
+    return out.parent / f".{out.name}.damaged"
+
+
+def _rebuild(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress, recorded: dict
+             ) -> Path:
+    """Write the dataset again in its staging directory while the damaged copy stays in place, then swap them:
+    a kill before the swap leaves ``out`` as it was (a re-run resumes the rebuild), one during it leaves the
+    staging directory finished (a re-run publishes it). ``recorded``: the damaged copy's manifest."""
+    shutil.rmtree(_aside(out), ignore_errors=True)  # ``out`` holds a manifest, so any copy aside is stale
+    stage = _build_staged(preset, splits, seed, out, workers, params, spec, config, digest, progress)
+    _warn_if_different(stage, recorded, out)
+    os.replace(out, _aside(out))
+    return _publish(stage, out)
+
+
+def _warn_if_different(stage: Path, recorded: dict, out: Path) -> None:
+    """Warn where a rebuilt file's checksum differs from the one recorded when ``out`` was first written (the same
+    settings, other code or library versions); only where that record is intact (its own ``manifest_sha256``)."""
+    import warnings
+
+    from orbitlaw.orbits.manifest import manifest_digest
+
+    if recorded.get("manifest_sha256") != manifest_digest(recorded):
+        return
+    rebuilt = json.loads((stage / "manifest.json").read_text())
+    for split, info in rebuilt["split_info"].items():
+        for name, meta in info["files"].items():
+            before = recorded.get("split_info", {}).get(split, {}).get("files", {}).get(name, {})
+            if before.get("sha256_of_blocks") != meta["sha256_of_blocks"]:
+                warnings.warn(f"the rebuilt {out}/{meta['file']} differs from the file first written (code "
+                              f"{recorded.get('code_version')}, now {rebuilt.get('code_version')}): the same "
+                              "settings under other code or library versions", stacklevel=4)
 
 
 def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
     if (out / "manifest.json").exists():  # another process finished it while this one waited to start
-        shutil.rmtree(out.parent / f".{out.name}.damaged", ignore_errors=True)
         return out
+    return _publish(_build_staged(preset, splits, seed, out, workers, params, spec, config, digest, progress), out)
+
+
+def _build_staged(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
+    """Write (or resume) the dataset in its staging directory ``.OUT.partial`` beside ``out``, manifest last;
+    returns the staging directory."""
     stage = out.parent / f".{out.name}.partial"
     config_path = stage / "config.json"
     staged_manifest = stage / "manifest.json"
     if staged_manifest.exists() and json.loads(staged_manifest.read_text()).get("config_hash") == digest:
-        return _publish(stage, out)  # killed after finishing, before the final rename
+        return stage  # killed after finishing, before the final rename
     if stage.exists() and config_path.exists():
         staged = json.loads(config_path.read_text())
         if config_hash(staged) != digest:
@@ -160,7 +193,7 @@ def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, con
     _fsync_tree(stage)
     manifest = build_manifest(config, digest, done)
     write_json_atomic(stage / "manifest.json", manifest)
-    return _publish(stage, out)
+    return stage
 
 
 def _publish(stage: Path, out: Path) -> Path:
@@ -171,7 +204,7 @@ def _publish(stage: Path, out: Path) -> Path:
     if out.exists():
         out.rmdir()
     os.replace(stage, out)
-    shutil.rmtree(out.parent / f".{out.name}.damaged", ignore_errors=True)
+    shutil.rmtree(_aside(out), ignore_errors=True)
     return out
 
 

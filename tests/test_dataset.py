@@ -196,7 +196,7 @@ def test_unwritable_destination(tmp_path):
     try:
         result = _cli("simulate", "--preset", "two-body", "--splits", "t=3", "--seed", "0",
                       "--out", str(locked / "d"), "--quiet")
-        assert result.returncode == 1
+        assert result.returncode == 2  # a path the user gave (docs/trust.md, "Exit codes")
         assert len(result.stderr.strip().splitlines()) == 1 and expected in result.stderr
         assert list(locked.iterdir()) == []
     finally:
@@ -374,3 +374,45 @@ def test_a_block_damaged_while_a_run_was_stopped_is_written_again_on_resume(tmp_
     orbits.load_dataset(out, verify=True)
     for f in sorted(reference.rglob("*.npy")):
         assert (out / f.relative_to(reference)).read_bytes() == f.read_bytes(), f
+
+
+def test_a_repair_killed_at_any_point_leaves_a_whole_copy_and_a_rerun_finishes(tmp_path, monkeypatch):
+    splits = {"train": 3}
+    out = orbits.simulate("two-body", splits, 2, tmp_path / "d", progress=False)
+    first = (out / "train" / "tokens.npy").read_bytes()
+
+    def damage():
+        raw = bytearray(first)
+        raw[-3] ^= 0xFF
+        (out / "train" / "tokens.npy").write_bytes(bytes(raw))
+
+    damage()
+    (tmp_path / ".d.damaged").mkdir()  # a stale copy a repair killed during its clean-up left: not a reason to skip
+    real = os.replace
+
+    def killed_at_the_swap(src, dst):
+        if Path(dst) == out:
+            raise KeyboardInterrupt  # the damaged copy is aside, the rebuilt one not yet in place
+        return real(src, dst)
+
+    monkeypatch.setattr(writer.os, "replace", killed_at_the_swap)
+    with pytest.raises(KeyboardInterrupt):
+        orbits.simulate("two-body", splits, 2, out, progress=False, repair=True)
+    monkeypatch.setattr(writer.os, "replace", real)
+    assert not out.exists() and (tmp_path / ".d.partial" / "manifest.json").exists()  # one whole copy staged
+    orbits.simulate("two-body", splits, 2, out, progress=False)  # the plain re-run publishes it
+    assert (out / "train" / "tokens.npy").read_bytes() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+    damage()
+
+    def killed_while_building(task):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "_write_block", killed_while_building)
+    with pytest.raises(KeyboardInterrupt):
+        orbits.simulate("two-body", splits, 2, out, progress=False, repair=True)
+    monkeypatch.undo()
+    assert (out / "manifest.json").exists() and not writer.intact(out)  # the damaged copy still in place
+    orbits.simulate("two-body", splits, 2, out, progress=False, repair=True)
+    assert writer.intact(out) and (out / "train" / "tokens.npy").read_bytes() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]

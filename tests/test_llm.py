@@ -485,3 +485,13 @@ def test_score_with_an_unusable_figure_writes_nothing(tmp_path, capsys, figure, 
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and message in err
     assert not out.exists()
+
+
+def test_redact_scrubs_fragments_but_leaves_the_numbers_of_an_answer():
+    from orbitlaw.discovery.llm.providers import redact
+
+    key = "sk-live-Ab3xQ123456Zz9031"
+    text = f"0: 1.123456e-3, 1: 1.1309, key middle {key[5:13]}, reversed {key[::-1][:7]}"
+    out = redact(text, key)
+    assert "1.123456e-3" in out and "1.1309" in out  # digits alone are the answer's, even where the key has them
+    assert key[5:13] not in out and key[::-1][:7] not in out and out.count("***") == 2

@@ -133,12 +133,13 @@ def _interval(values) -> str:
 
 def markdown(doc: dict) -> str:
     """The result as a table: each row's verdict at each precision, and its distances at the study's own."""
-    own = f"{doc['study_precision']:g}"
+    keys = {f"{t:g}" for t in doc["taus"]}
+    own = f"{doc['study_precision'] or 0:g}" if f"{doc['study_precision'] or 0:g}" in keys else f"{doc['taus'][0]:g}"
     tau = doc["chosen_precision"]
     head = ("τ chosen: " + ("none (knn-state is newtonian at no τ)" if tau is None else f"{tau:.1%}")
             + f"; pass rule at τ: {'held' if doc['passes']['passed'] else 'failed'}"
             + (f" (positive {doc['passes']['positive']})" if "positive" in doc["passes"] else "")
-            + "; at each τ: " + ", ".join(f"{float(t):.1%} {'held' if p['passed'] else 'failed'} ({p['positive']})"
+            + "; at each τ: " + ", ".join(f"{float(t):.1%} {'held' if p['passed'] else 'failed'} ({p.get('positive')})"
                                           for t, p in doc["passes_at_each_precision"].items()))
     lines = [head, "", "| row | " + " | ".join(f"verdict at {float(t):.1%}" for t in doc["taus"]) + " | exact law "
              "from Newton [95%] | free fit from Newton [95%] | resolution (RMS ln) |",

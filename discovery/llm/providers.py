@@ -131,7 +131,8 @@ def redact(text: str, secret: str | None) -> str:
     that begins or ends one of those forms (error messages print a key's prefix or suffix, ``sk-abc1...wxyz``).
     A key shorter than that is replaced only whole. Any :data:`FRAGMENT` characters of the key, from anywhere in
     it, in any of those forms, reversed, or in base64 or hex (:func:`_fragments`), are replaced too, so no piece
-    of the key longer than five characters survives in any form."""
+    of the key longer than five characters survives in any form, except a run of digits alone (which a reply's
+    numbers are made of)."""
     if not secret or not text:
         return text
     spans = [(i, i + len(part)) for part in _fragments(secret) for i in _find_all(text, part)]
@@ -149,6 +150,9 @@ def redact(text: str, secret: str | None) -> str:
             while n < len(form) and end - n - 1 >= 0 and text[end - n - 1] == form[-n - 1]:
                 n += 1
             spans.append((end - n, end))
+    # a run of digits alone is left: a reply's numbers are made of them (a key's "123456" would turn an answer's
+    # 1.123456e-3 into 1.***e-3), and six digits say little of a key
+    spans = [(a, b) for a, b in spans if not text[a:b].isdigit()]
     out, at = [], 0
     for start, end in sorted(spans):
         if start >= at:  # a new span; one that overlaps the last only extends it
