@@ -235,6 +235,12 @@ def cases(work: Path, server: EchoServer) -> list[Case]:
         Case("train --batch-size 100000 on 8 sequences", "limits", lambda c: [
             "train", "--data", data, "--preset", "tiny", "--max-steps", "1", "--batch-size", "100000", "--out",
             c / "r", "--quiet"], message="GiB free"),
+        Case("probe --batch 100000000", "limits", lambda c: [
+            "probe", "--run", trained, "--data", data, "--out", c / "p", "--batch", "100000000", "--steps", "1",
+            "--quiet"], message="GiB free"),
+        Case("probe --train-sequences 1e9 on 8 sequences", "smaller", lambda c: [
+            "probe", "--run", trained, "--data", data, "--out", c / "p", "--train-sequences", "1000000000", "--steps",
+            "1", "--quiet"], message="--train-sequences 1000000000 leaves no held-out sequence"),
         Case("discover --budget 1e14", "limits", lambda c: [
             "discover", "--input", table(c), "--target", "F", "--budget", "100000000000000", "--out",
             c / "o" / "L.json"],

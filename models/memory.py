@@ -24,9 +24,10 @@ from orbitlaw.models.gpt import GPTConfig
 BYTES_PER_NUMBER = 4  # fp32 (bf16 activations are counted at 8 x n_embd, half of fp32's 16)
 
 
-def step_bytes_lower_bound(config: GPTConfig, micro: int, positions: int) -> int:
-    """Bytes that one forward and backward pass of ``micro`` sequences of ``positions`` positions needs at least."""
-    head = 0 if config.regression else 2 * config.vocab_size  # a regression model's head may read a few positions
+def step_bytes_lower_bound(config: GPTConfig, micro: int, positions: int, head: bool = True) -> int:
+    """Bytes that one forward and backward pass of ``micro`` sequences of ``positions`` positions needs at least
+    (``head``: the model's own head runs, as in training; a probe reads the hidden states instead)."""
+    head = 0 if config.regression or not head else 2 * config.vocab_size  # a regression head may read few positions
     per_position = config.n_layer * 8 * config.n_embd + 2 * head
     return BYTES_PER_NUMBER * micro * positions * per_position
 
@@ -45,18 +46,20 @@ def available_bytes(device: torch.device) -> int | None:
     return None
 
 
-def check_fits(config: GPTConfig, batch: int, per_rank: int, micro: int, positions: int, device: torch.device
-               ) -> None:
+def check_fits(config: GPTConfig, batch: int, per_rank: int, micro: int, positions: int, device: torch.device,
+               head: bool = True, batch_flag: str = "--batch-size", micro_flag: str | None = "--micro-batch") -> None:
     """One-line ValueError, naming the flags, when a micro-batch's lower bound exceeds the free memory: ``batch``
-    sequences a step, ``per_rank`` of them on this process, ``micro`` at once, ``positions`` each."""
+    sequences a step, ``per_rank`` of them on this process, ``micro`` at once, ``positions`` each; ``head`` as in
+    :func:`step_bytes_lower_bound`; the flags that set the batch and the micro-batch (None: the command has none)."""
     free = available_bytes(device)
-    need = step_bytes_lower_bound(config, micro, positions)
+    need = step_bytes_lower_bound(config, micro, positions, head)
     if free is None or need <= free:
         return
-    most = free // step_bytes_lower_bound(config, 1, positions)  # sequences at once that the bound lets fit
+    most = free // step_bytes_lower_bound(config, 1, positions, head)  # sequences at once that the bound lets fit
     divisors = {d for k in range(1, int(per_rank**0.5) + 1) if per_rank % k == 0 for d in (k, per_rank // k)}
     fits = max((d for d in divisors if d <= most), default=None)
-    advice = (f"lower --batch-size, or set --micro-batch {fits} (it divides the batch and fits)" if fits
-              else "lower --batch-size (one sequence alone does not fit)")
-    raise ValueError(f"a step of --batch-size {batch} ({micro} sequences at once, {positions} positions each) needs "
+    advice = (f"lower {batch_flag}, or set {micro_flag} {fits} (it divides the batch and fits)" if fits and micro_flag
+              else f"lower {batch_flag} (to at most {most})" if most else f"lower {batch_flag} (one sequence alone "
+              "does not fit)")
+    raise ValueError(f"a step of {batch_flag} {batch} ({micro} sequences at once, {positions} positions each) needs "
                      f"at least {need / 2**30:.1f} GiB, and {device.type} has {free / 2**30:.1f} GiB free: {advice}")

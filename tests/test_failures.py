@@ -270,3 +270,14 @@ def test_a_refused_command_leaves_no_directory_it_would_have_made(env, tmp_path,
         assert code == 2 and message in err, (args, err)
         assert not new.exists(), (args, sorted(p.relative_to(tmp_path) for p in new.rglob("*")))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+def test_a_probe_batch_that_cannot_fit_and_a_split_with_nothing_held_out_are_one_line(env, tmp_path, capsys):
+    data, run = env
+    code, err = _cli(capsys, "probe", "--run", run, "--data", data, "--out", tmp_path / "p", "--batch", "100000000",
+                     "--steps", "1", "--quiet")
+    assert code == 2 and "a step of --batch 100000000" in err and "lower --batch (to at most" in err, err
+    code, err = _cli(capsys, "probe", "--run", run, "--data", data, "--out", tmp_path / "p", "--train-sequences",
+                     "1000000000", "--steps", "1", "--quiet")
+    assert code == 2 and "--train-sequences 1000000000 leaves no held-out sequence of the split's 16" in err, err
+    assert not (tmp_path / "p").exists()

@@ -59,6 +59,7 @@ from orbitlaw.models.batches import batch_indices, check_vocab, read_sequences, 
 from orbitlaw.models.evaluate import load_run
 from orbitlaw.models.gpt import GPT
 from orbitlaw.models.loop import SCHEDULES, StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
+from orbitlaw.models.memory import check_fits
 from orbitlaw.validate import FieldError, at_least, positive
 
 __all__ = ["ForceProbe", "ForceScaling", "ProbeConfig", "finetune", "masked_mse", "predict", "sequence_mse"]
@@ -330,6 +331,8 @@ def finetune(cfg: ProbeConfig, progress: bool = True) -> dict:
     settings = cfg.settings()
     device = probe_data.resolve_device(cfg.device)
     gpt, run_config, split, context, offset = open_run(cfg.run, cfg.data, cfg.split)
+    check_fits(gpt.config, cfg.batch, cfg.batch, cfg.batch, context, device, head=False, batch_flag="--batch",
+               micro_flag=None)  # before any row is built: a batch that cannot fit is refused at once
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, cfg.labels_per_heldout,
                                    cfg.seed, cfg.labels_per_sequence)
     protocol = PROTOCOLS[cfg.protocol]

@@ -61,6 +61,9 @@ def default_plan(n: int, train: int | None, heldout: int | None, labels_per_held
         plan = LabelPlan(0, n, labels_per_sequence, seed)
     else:
         train = int(0.9 * n) if train is None else train
+        if heldout is None and not 0 <= train < n:
+            raise FieldError(message=f"`train_sequences` {train} leaves no held-out sequence of the split's {n} "
+                             f"(give at most {n - 1}, or set `heldout_sequences`)")
         heldout = n - train if heldout is None else heldout
         plan = LabelPlan(train, heldout, labels_per_heldout, seed)
     plan.validate(n)
