@@ -119,10 +119,12 @@ def _encoded_forms(secret: str) -> dict[str, int]:
 
 
 @functools.lru_cache(maxsize=8)  # redact_all calls redact on every string of a record
-def _fragments(secret: str) -> dict[str, None]:
-    """Every window of :data:`FRAGMENT` characters (or its encoded length) of every form of the key, in order."""
-    windows = {form: FRAGMENT for form in _secret_forms(secret)} | _encoded_forms(secret)
-    return {form[i:i + n]: None for form, n in windows.items() if len(form) >= n for i in range(len(form) - n + 1)}
+def _fragments(secret: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every window of :data:`FRAGMENT` characters of every written form of the key, and every window of its
+    encoded length of every encoding (:func:`_encoded_forms`)."""
+    def windows(forms: dict[str, int]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f[i:i + n] for f, n in forms.items() if len(f) >= n for i in range(len(f) - n + 1)))
+    return windows({form: FRAGMENT for form in _secret_forms(secret)}), windows(_encoded_forms(secret))
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -131,11 +133,12 @@ def redact(text: str, secret: str | None) -> str:
     that begins or ends one of those forms (error messages print a key's prefix or suffix, ``sk-abc1...wxyz``).
     A key shorter than that is replaced only whole. Any :data:`FRAGMENT` characters of the key, from anywhere in
     it, in any of those forms, reversed, or in base64 or hex (:func:`_fragments`), are replaced too, so no piece
-    of the key longer than five characters survives in any form, except a run of digits alone (which a reply's
-    numbers are made of)."""
+    of the key longer than five characters survives in any form, except a run of the key's own digits alone
+    (which a reply's numbers are made of; its encodings are scrubbed wherever they show)."""
     if not secret or not text:
         return text
-    spans = [(i, i + len(part)) for part in _fragments(secret) for i in _find_all(text, part)]
+    written, encoded = _fragments(secret)
+    spans = [(i, i + len(part)) for part in written for i in _find_all(text, part)]
     for form in _secret_forms(secret):
         if len(form) < MIN_SECRET_PART:
             spans += [(i, i + len(form)) for i in _find_all(text, form)]
@@ -153,6 +156,7 @@ def redact(text: str, secret: str | None) -> str:
     # a run of digits alone is left: a reply's numbers are made of them (a key's "123456" would turn an answer's
     # 1.123456e-3 into 1.***e-3), and six digits say little of a key
     spans = [(a, b) for a, b in spans if not text[a:b].isdigit()]
+    spans += [(i, i + len(part)) for part in encoded for i in _find_all(text, part)]  # 12 hex digits are the key's
     out, at = [], 0
     for start, end in sorted(spans):
         if start >= at:  # a new span; one that overlaps the last only extends it
