@@ -40,9 +40,33 @@ def shared_pool(workers: int) -> ProcessPoolExecutor:
     interrupted is not handed out again."""
     pool = _SHARED.get(workers)
     if pool is None:
+        if not _SHARED:
+            _at_thread_exit(shutdown_shared_pools)
         pool = _SHARED[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=die_with_parent, initargs=(os.getpid(),))
     return pool
+
+
+def shutdown_shared_pools() -> None:
+    """Shut every shared pool down and wait for its workers: run as the interpreter exits, before
+    ``concurrent.futures``' own exit hook, whose join of an idle pool's manager thread was seen to hang a finished
+    test run at exit."""
+    while _SHARED:
+        _SHARED.popitem()[1].shutdown(wait=True, cancel_futures=True)
+
+
+def _at_thread_exit(fn) -> None:
+    """Run ``fn`` when the interpreter shuts its threads down, before the hooks registered earlier (the order
+    ``threading`` runs them in), i.e. before ``concurrent.futures.process``' exit hook."""
+    import threading
+
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        register(fn)
+    else:  # pragma: no cover - an interpreter without the hook
+        import atexit
+
+        atexit.register(fn)
 
 
 def drop_shared_pool(workers: int) -> None:
