@@ -133,8 +133,8 @@ def _interval(values) -> str:
 
 def markdown(doc: dict) -> str:
     """The result as a table: each row's verdict at each precision, and its distances at the study's own."""
-    keys = {f"{t:g}" for t in doc["taus"]}
-    own = f"{doc['study_precision'] or 0:g}" if f"{doc['study_precision'] or 0:g}" in keys else f"{doc['taus'][0]:g}"
+    own = f"{doc['study_precision'] or 0:g}"
+    own = own if own in {f"{t:g}" for t in doc["taus"]} else f"{doc['taus'][0]:g}"
     tau = doc["chosen_precision"]
     head = ("τ chosen: " + ("none (knn-state is newtonian at no τ)" if tau is None else f"{tau:.1%}")
             + f"; pass rule at τ: {'held' if doc['passes']['passed'] else 'failed'}"
