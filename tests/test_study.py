@@ -33,21 +33,21 @@ def test_smoke_study_writes_results_and_report(study):
         assert {"expression", "newtonian", "power_law", "seeds_agreeing", "seeds"} <= set(law)
         assert isinstance(law["newtonian"], bool) and 1 <= law["seeds_agreeing"] <= law["seeds"]
         # one rule for every verdict, stated in every law row; the force probe judged as an acceleration too
-        assert law["rule"]["precision"] == 0.01 and law["rule"]["quantity"] == "force"
+        assert law["rule"]["precision"] == 0.02 and law["rule"]["quantity"] == "force"
         accel = law["acceleration"]
         assert accel["rule"] == {**law["rule"], "quantity": "acceleration"} and "verdict" in accel
         if m["arch"] == "gpt":  # the frozen state's own readout, judged by the same rule
             assert m["law_frozen"]["rule"] == law["rule"] and "verdict" in m["law_frozen"]
     rules = [c["law"]["rule"] for c in results["controls"]] + [results["oracle"]["law"]["rule"]]
-    assert {(r["precision"], r["selection"]) for r in rules} == {(0.01, "se")}
-    assert results["config"]["verdict_rule"] == {"selection": "se", "tolerance": 0.01, "protocol": "orbitlaw"}
+    assert {(r["precision"], r["selection"]) for r in rules} == {(0.02, "se")}
+    assert results["config"]["verdict_rule"] == {"selection": "se", "tolerance": 0.02, "protocol": "orbitlaw"}
     assert results["oracle"]["probe_r2"] > 0.3  # the kNN oracle on the true state predicts the force
     assert {"expression", "newtonian"} <= set(results["oracle"]["law"])
     assert results["code_version"] and results["seeds"]["train"] == 0 and results["config"]["preset"] == "smoke"
     assert {"train:lssar", "law:lstm", "controls:train:tokens"} <= set(Study(out, False).timings())  # the profile
     report = (out / "report.md").read_text()
     assert "| attention | val loss | loss @8x | loss @16x |" in report and "| lssar |" in report
-    assert "\\|F\\| ±1% se" in report and "\\|a\\| ±1% se" in report  # each verdict cell states its rule
+    assert "\\|F\\| ±2% se" in report and "\\|a\\| ±2% se" in report  # each verdict cell states its rule
     assert "## What this does and does not show" in report
     for name, path in results["figures"].items():
         assert (out / path).stat().st_size > 5_000, name

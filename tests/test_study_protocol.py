@@ -82,7 +82,7 @@ def test_training_precision_is_validated():
 
 @pytest.mark.parametrize("preset", ["smoke", "cpu", "controls"])
 def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
-    """The controls and the models are judged by one rule, VERDICT_RULE: 1% precision under orbitlaw, the reference's
+    """The controls and the models are judged by one rule, VERDICT_RULE: 2% precision under orbitlaw (the precision rule's choice), the reference's
     score selection (no precision) under reference."""
     from orbitlaw.discovery.sr.backends import SearchSettings
     from orbitlaw.discovery.sr.symbolic import discover_law
@@ -91,7 +91,7 @@ def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
     rng = np.random.default_rng(0)
     table = {"r": rng.uniform(1, 3, 200), "m1": rng.uniform(0.2, 1, 200), "m2": rng.uniform(0.2, 1, 200)}
     table["a_pred"] = G * table["m2"] / table["r"] ** 2
-    for protocol, tolerance in (("orbitlaw", 0.01), ("reference", 0.0)):
+    for protocol, tolerance in (("orbitlaw", 0.02), ("reference", 0.0)):
         config = study_config(preset, protocol=protocol)
         spec = config["controls"]["discover"]
         # one rule: the controls' symbolic regression is the models' (and the LLM answers')

@@ -244,19 +244,21 @@ STUDY_PRESETS: dict[str, StudyPreset] = {p.name: p for p in (
 
 PROTOCOLS = ("orbitlaw", "reference")
 
-VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": 0.01},
+VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": 0.02},
                 "reference": {"selection": "score", "tolerance": 0.0}}
 """The one rule by which every verdict of a study is decided (the models', the k-NN oracle's, the LLM answers',
 the controls'), per protocol; :func:`study_config` writes it into every ``discover`` block and into
 ``config["verdict_rule"]``, and every law row states it (``rule``).
 
-``orbitlaw``: held-out ``se`` selection at a precision of 1% RMS of ln (``discover --tolerance 0.01``): a law
+``orbitlaw``: held-out ``se`` selection at a precision of 2% RMS of ln (``discover --tolerance 0.02``): a law
 is not told apart from a simpler one it departs from by less, and a law of Newton's form is ``newtonian``
 only with positive evidence at that precision: the free fit's departure from Newton's form, the constant and the
 exact law's departure lie within it over intervals resampled over systems, and the rows resolve a departure of
 twice it (:func:`orbitlaw.discovery.sr.verdict.newton_test`; else ``unresolved``, with LAW.json's ``power``
-saying how many systems would resolve it). 1% was fixed with the discovery benchmark before any control ran; an
-exact test (0) certifies no learned readout, not even k-NN on the true state, whose errors are a few percent per system.
+saying how many systems would resolve it). 2% is the precision rule's choice (docs/controls.md, "The study's
+precision"): the largest, over the seeds it was run at, of the finest precision at which k-NN on the true state
+is ``newtonian`` (1.5% at ``--seed 10``, 2% at ``--seed 13``); 1% before 2026-12-07. An exact test (0) certifies
+no learned readout, not even k-NN on the true state, whose errors are a few percent per system.
 ``reference``: the reference's score selection, which has no precision to set (0: the intervals alone)."""
 
 

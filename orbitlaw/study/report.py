@@ -36,7 +36,7 @@ def _law_cell(law: dict | None) -> tuple[str, str]:
 
 
 def rule_text(rule: dict) -> str:
-    """The rule a verdict was decided by, as its table cell states it: e.g. ``|a| ±1% se``."""
+    """The rule a verdict was decided by, as its table cell states it: e.g. ``|a| ±2% se``."""
     quantity = "\\|a\\|" if rule.get("quantity") == "acceleration" else "\\|F\\|"
     return f"{quantity} ±{rule['precision']:.0%} {rule['selection']}"
 
