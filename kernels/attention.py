@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from orbitlaw.kernels.backend import check_triton_inputs, cuda_kernel_supports_power, resolve_backend
-from orbitlaw.kernels.checks import check_p, check_qkv
+from orbitlaw.kernels.checks import check_p, check_qkv, poly_quarters
 from orbitlaw.kernels.lssa.naive import lssa_reference, lssar_reference
 
 
@@ -27,29 +27,34 @@ def _fused_only_full(backend: str, window) -> str:
 
 
 def lssa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "auto",
-                   window: int | None = None, chunk_size: int | None = None) -> torch.Tensor:
+                   window: int | None = None, chunk_size: int | None = None,
+                   poly_share: float | str = 0.0) -> torch.Tensor:
     """Causal length-scaled softplus attention (LSSA).
 
     Args:
         q, k, v: (B, H, T, D) queries, keys, values (one float dtype and device).
         backend: "auto", "triton" or "torch".
         window, chunk_size: sliding window and query-chunk size of the reference (module doc).
+        poly_share: where the Triton kernels run, the share of each score tile's special functions (exp,
+            reciprocal, real power) computed on the FMA pipes: 0, 0.25, 0.5, 0.75, 1, or "auto" (tuned with
+            the tile sizes on CUDA). 0, the default, is the kernels as before the option.
     Returns:
         (B, H, T, D) output in the input dtype.
     """
     check_qkv(q, k, v)
+    poly_quarters(poly_share)
     backend = _fused_only_full(backend, window)
     if resolve_backend(backend, q) == "torch":
         return lssa_reference(q, k, v, window=window, chunk_size=chunk_size)
     check_triton_inputs(q)
     from orbitlaw.kernels.lssa.fused import lssa_triton
 
-    return lssa_triton(q, k, v)
+    return lssa_triton(q, k, v, poly_share=poly_share)
 
 
 def lssar_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: float = 15.0, backend: str = "auto",
-    window: int | None = None, chunk_size: int | None = None,
+    window: int | None = None, chunk_size: int | None = None, poly_share: float | str = 0.0,
 ) -> torch.Tensor:
     """Causal LSSA with re-weighting (LSSAR) of power p.
 
@@ -58,11 +63,13 @@ def lssar_attention(
         p: re-weighting power, > 0 (the paper uses 3 and 15); integer p up to 64 avoid pow in the kernel.
         backend: "auto", "triton" or "torch".
         window, chunk_size: sliding window and query-chunk size of the reference (module doc).
+        poly_share: as :func:`lssa_attention`.
     Returns:
         (B, H, T, D) output in the input dtype.
     """
     check_qkv(q, k, v)
     p = check_p(p)
+    poly_quarters(poly_share)
     backend = _fused_only_full(backend, window)
     if backend == "auto" and q.is_cuda and not cuda_kernel_supports_power(p):
         backend = "torch"
@@ -74,4 +81,4 @@ def lssar_attention(
                          "use backend='auto' or 'torch'")
     from orbitlaw.kernels.lssa.fused import lssar_triton
 
-    return lssar_triton(q, k, v, p)
+    return lssar_triton(q, k, v, p, poly_share=poly_share)

@@ -63,3 +63,17 @@ def check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     return backend
+
+
+POLY_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The shares of each score tile's exp, reciprocal and real power that the fused kernels may compute on the
+FMA pipes instead of the special-function unit (``orbitlaw.kernels.lssa.fma``), in quarters of a tile."""
+
+
+def poly_quarters(share) -> int | None:
+    """A poly share (one of POLY_SHARES) as quarters 0..4, or None for "auto"; a one-line ValueError else."""
+    if isinstance(share, str) and share == "auto":
+        return None
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or float(share) not in POLY_SHARES:
+        raise ValueError(f"poly_share must be one of {', '.join(map(str, POLY_SHARES))} or 'auto', got {share!r}")
+    return round(float(share) * 4)

@@ -8,8 +8,9 @@ unset (the kernels are then compiled, not interpreted).
 
     python -m orbitlaw.kernels.compile_check [--arch 90] [--all]
 
-The default set covers every kernel and branch once (about a minute on one CPU core); --all compiles
-every autotuning candidate for bf16 and fp16, head dims 64 and 128 (several minutes).
+The default set covers every kernel and branch once, the poly shares (``lssa/fma.py``) included (about a
+minute on one CPU core); --all compiles every autotuning config (tiles x tuned poly shares) for bf16 and
+fp16, head dims 64 and 128 (about half an hour).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ FLOAT32_POINTER_ARGS = ("RQ", "RK", "Stats")
 FLOAT_ARGS = ("log_d", "p")
 # kernels compiled a second time with float64 scalars, as torch.compile (Inductor) launches them
 FLOAT64_CHECKED = ("lssa_forward", "lssar_forward", "coefficients", "dkdv", "dq")
+POLY_KERNELS = ("lssa_forward", "lssar_forward", "dkdv", "dq")  # those taking POLY, the poly share in quarters
 
 
 def _kernels():
@@ -40,14 +42,21 @@ def _kernels():
 
 
 def _case(name: str, dtype: str, blocks, **constexprs) -> tuple[str, str, dict, int, int]:
-    """One case: the kernel's constexprs with PRECISION None (unless given) and the tiles of blocks."""
+    """One case: the kernel's constexprs with PRECISION None and POLY 0 (unless given) and the tiles of blocks."""
     tiles = {"BLOCK_M": blocks.block_m, "BLOCK_N": blocks.block_n}
-    return name, dtype, {"PRECISION": None, **constexprs, **tiles}, blocks.num_warps, blocks.num_stages
+    poly = {"POLY": 0} if name in POLY_KERNELS else {}
+    return name, dtype, {"PRECISION": None, **poly, **constexprs, **tiles}, blocks.num_warps, blocks.num_stages
 
 
 def cases(full: bool = False) -> list[tuple[str, str, dict, int, int]]:
     """(kernel name, element dtype, constexprs, num_warps, num_stages) to compile."""
-    from orbitlaw.kernels.lssa.launch import DKDV_CANDIDATES, DQ_CANDIDATES, FORWARD_CANDIDATES, Blocks
+    from orbitlaw.kernels.lssa.launch import (
+        DKDV_CANDIDATES,
+        DQ_CANDIDATES,
+        FORWARD_CANDIDATES,
+        TUNED_POLY_QUARTERS,
+        Blocks,
+    )
 
     lssa = {"P_INT": 1, "REWEIGHT": False, "NEED_GRAD": False}
     lssar = {"P_INT": 15, "REWEIGHT": True, "NEED_GRAD": True}
@@ -63,17 +72,22 @@ def cases(full: bool = False) -> list[tuple[str, str, dict, int, int]]:
             _case("dq", "fp16", q, HEAD_DIM=128, P_INT=3, REWEIGHT=True),
             _case("dq", "bf16", q, HEAD_DIM=64, P_INT=1, REWEIGHT=False),
             ("inverse_norms", "bf16", {"HEAD_DIM": 128, "BLOCK_M": 64}, 4, 1),
+            # the poly share (quarters of each tile's special functions on the FMA pipes): split and whole
+            _case("lssar_forward", "bf16", f, HEAD_DIM=64, **{**lssar, "POLY": 2}),
+            _case("dkdv", "bf16", kv, HEAD_DIM=64, P_INT=15, REWEIGHT=True, POLY=4),
+            _case("dq", "fp32", Blocks(32, 32, 4, 2), HEAD_DIM=32, P_INT=0, REWEIGHT=True, PRECISION="ieee", POLY=1),
         ]
-    out = []
+    out = []  # every autotuning config: tiles x tuned poly shares
     for dtype in ("bf16", "fp16"):
         for D in (64, 128):
-            for b in FORWARD_CANDIDATES:
-                out += [_case("lssa_forward", dtype, b, HEAD_DIM=D, **lssa),
-                        _case("lssar_forward", dtype, b, HEAD_DIM=D, **lssar)]
-            for name, candidates in (("dkdv", DKDV_CANDIDATES), ("dq", DQ_CANDIDATES)):
-                for b in candidates:
-                    for reweight, p_int in ((False, 1), (True, 15)):
-                        out.append(_case(name, dtype, b, HEAD_DIM=D, P_INT=p_int, REWEIGHT=reweight))
+            for poly in TUNED_POLY_QUARTERS:
+                for b in FORWARD_CANDIDATES:
+                    out += [_case("lssa_forward", dtype, b, HEAD_DIM=D, **lssa, POLY=poly),
+                            _case("lssar_forward", dtype, b, HEAD_DIM=D, **lssar, POLY=poly)]
+                for name, candidates in (("dkdv", DKDV_CANDIDATES), ("dq", DQ_CANDIDATES)):
+                    for b in candidates:
+                        for reweight, p_int in ((False, 1), (True, 15)):
+                            out.append(_case(name, dtype, b, HEAD_DIM=D, P_INT=p_int, REWEIGHT=reweight, POLY=poly))
     return out
 
 

@@ -294,7 +294,7 @@ def test_the_controls_preset_runs_as_one_command(monkeypatch, tmp_path):
     report = (out / "report.md").read_text()
     assert "## Controls" in report and "## Models" not in report
     assert (out / results["figures"]["controls_forces"]).stat().st_size > 5_000
-    # the probe reads the planet's acceleration, and the law of it is judged as one (Newton: G m2 / r^2) at the rule's 2%
+    # the probe reads the planet's acceleration, and its law is judged as one (Newton: G m2 / r^2) at the rule's 2%
     assert {c["target"] for c in results["controls"]} == {"acceleration-magnitude"}
     assert "probe R² (ln\\|a\\|)" in report and "Newton: -2, 0, 1" in report
     law = json.loads((out / "controls" / "laws" / "W3-s0" / "LAW.json").read_text())

@@ -305,14 +305,15 @@ def triton_blocks(name: str):
     return KernelBlocks(forward=Blocks(32, 16), dkdv=Blocks(16, 32), dq=Blocks(32, 16))
 
 
-def check_triton(kind: str, p: float, q, k, v, blocks="square", seed=0):
+def check_triton(kind: str, p: float, q, k, v, blocks="square", seed=0, poly_share=0.0):
     """Forward and q, k, v gradients of the Triton kernel (float32) vs the float64 reference."""
     from orbitlaw.kernels.lssa.fused import lssa_triton, lssar_triton
 
     q, k, v = (x.to(device=TRITON_DEVICE, dtype=torch.float32).requires_grad_() for x in (q, k, v))
     dout = randn(*q.shape, seed=seed + 50, dtype=torch.float32, device=TRITON_DEVICE)
     bl = triton_blocks(blocks)
-    out = lssa_triton(q, k, v, bl) if kind == "lssa" else lssar_triton(q, k, v, p, bl)
+    out = (lssa_triton(q, k, v, bl, poly_share=poly_share) if kind == "lssa"
+           else lssar_triton(q, k, v, p, bl, poly_share=poly_share))
     grads = torch.autograd.grad(out, (q, k, v), dout)
     q64, k64, v64 = (x.detach().to(F64).requires_grad_() for x in (q, k, v))
     ref = lssa_reference(q64, k64, v64) if kind == "lssa" else lssar_reference(q64, k64, v64, p)
@@ -334,6 +335,34 @@ KINDS = [("lssa", 1.0), ("lssar", 1.0), ("lssar", 3.0), ("lssar", 15.0),
 @pytest.mark.parametrize("shape", [(1, 2, 37, 32), (2, 1, 1, 32), (1, 1, 16, 64)], ids=["T37", "T1", "T16"])
 def test_triton_matches_reference(kind, p, shape):
     check_triton(kind, p, *qkv(*shape, seed=20))
+
+
+@needs_triton
+@pytest.mark.parametrize("kind,p", KINDS)
+@pytest.mark.parametrize("poly_share", [0.25, 0.5, 0.75, 1.0])
+def test_triton_poly_share_matches_reference(kind, p, poly_share):
+    """Every share of the special functions on the FMA pipes (kernels/lssa/fma.py), forward and backward, at
+    every kind of power (whole and real), within the same tolerance of the float64 reference."""
+    q, k, v = qkv(1, 2, 37, 32, seed=7)
+    check_triton(kind, p, q, k, v, seed=7, poly_share=poly_share)
+
+
+@needs_triton
+def test_triton_poly_share_zero_is_the_default_bit_for_bit():
+    from orbitlaw.kernels.lssa.fused import lssar_triton
+
+    q, k, v = (x.float() for x in qkv(1, 1, 20, 32, seed=3))
+    bl = triton_blocks("square")
+    assert torch.equal(lssar_triton(q, k, v, 15.0, bl), lssar_triton(q, k, v, 15.0, bl, poly_share=0.0))
+    assert not torch.equal(lssar_triton(q, k, v, 15.0, bl), lssar_triton(q, k, v, 15.0, bl, poly_share=1.0))
+
+
+@pytest.mark.parametrize("share", [0.3, -1, 2, "half", True, float("nan")])
+def test_poly_share_must_be_a_quarter_or_auto(share):
+    q, k, v = qkv(1, 1, 4, 32, dtype=torch.float32)
+    with pytest.raises(ValueError, match="poly_share must be one of") as err:
+        kernels.lssar_attention(q, k, v, poly_share=share)
+    assert "\n" not in str(err.value)
 
 
 @needs_triton

@@ -41,5 +41,6 @@ def test_kernels_compile_for_sm90():
         timeout=900,
     )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
-    assert res.stdout.count(": ok") == 15, res.stdout  # 8 kernel variants, 7 of them again with float64 scalars
-    assert res.stdout.count("floats=fp64") == 7, res.stdout
+    assert res.stdout.count(": ok") == 21, res.stdout  # 11 kernel variants, 10 of them again with float64 scalars
+    assert res.stdout.count("floats=fp64") == 10, res.stdout
+    assert res.stdout.count("'POLY': 2") == 2 and res.stdout.count("'POLY': 4") == 2, res.stdout  # the poly shares

@@ -82,8 +82,8 @@ def test_training_precision_is_validated():
 
 @pytest.mark.parametrize("preset", ["smoke", "cpu", "controls"])
 def test_the_controls_law_settings_are_valid_under_both_protocols(preset):
-    """The controls and the models are judged by one rule, VERDICT_RULE: 2% precision under orbitlaw (the precision rule's choice), the reference's
-    score selection (no precision) under reference."""
+    """The controls and the models are judged by one rule, VERDICT_RULE: 2% precision under orbitlaw (the
+    precision rule's choice), the reference's score selection (no precision) under reference."""
     from orbitlaw.discovery.sr.backends import SearchSettings
     from orbitlaw.discovery.sr.symbolic import discover_law
 

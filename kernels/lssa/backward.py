@@ -107,7 +107,7 @@ def _load_row_stats(Stats, offs_m, stride_stat, T, REWEIGHT: tl.constexpr):
 @triton.jit
 def _bwd_dkdv(dk, dv, k, v, rk, start_n, Q, DO, RQ, Stats, stride_qt, stride_dot, stride_stat, T, log_d, p,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, P_INT: tl.constexpr,
-              REWEIGHT: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr):
+              REWEIGHT: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr, POLY: tl.constexpr):
     """Add the query blocks of one stage to key block start_n's d(k^) and dv (BLOCK_N, HEAD_DIM) float32:
     MASK True the blocks overlapping the diagonal, MASK False those wholly after it. Key-major tiles
     (BLOCK_N, BLOCK_M); k, v (BLOCK_N, HEAD_DIM), rk (BLOCK_N,); Q, DO, RQ, Stats point at this batch and
@@ -133,7 +133,7 @@ def _bwd_dkdv(dk, dv, k, v, rk, start_n, Q, DO, RQ, Stats, stride_qt, stride_dot
         dw_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)
         w_t, ds_t = weights_and_dscores(s_t, dw_t, nl[None, :], offset[None, :], inv_scale[None, :],
                                         inv_norm[None, :], coef_a[None, :], coef_b[None, :], coef_c[None, :], p,
-                                        P_INT, REWEIGHT)
+                                        P_INT, REWEIGHT, POLY)
         if MASK:
             keep = offs_n[:, None] <= offs_m[None, :]
             w_t = tl.where(keep, w_t, 0.0)
@@ -154,7 +154,7 @@ def _bwd_dkdv_kernel(Q, K, V, DO, DK, DV, RQ, RK, Stats,
                      stride_dkb, stride_dkh, stride_dkt, stride_dvb, stride_dvh, stride_dvt,
                      stride_stat, H, T, log_d, p,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, P_INT: tl.constexpr,
-                     REWEIGHT: tl.constexpr, PRECISION: tl.constexpr):
+                     REWEIGHT: tl.constexpr, PRECISION: tl.constexpr, POLY: tl.constexpr = 0):
     """dk, dv of one block of BLOCK_N keys, from the query blocks at or after it. Tensors (B, H, T, HEAD_DIM);
     RQ, RK (B, H, T); Stats (N_STATS, B, H, T) with the pre-pass's coefficients."""
     log_d, p = tl.cast(log_d, tl.float32), tl.cast(p, tl.float32)  # torch.compile may pass float64
@@ -172,9 +172,9 @@ def _bwd_dkdv_kernel(Q, K, V, DO, DK, DV, RQ, RK, Stats,
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)  # d(k^) until the normalisation's backward below
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dk, dv = _bwd_dkdv(dk, dv, k, v, rk, start_n, Q, DO, RQ, Stats, stride_qt, stride_dot, stride_stat, T, log_d, p,
-                       HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, True, PRECISION)
+                       HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, True, PRECISION, POLY)
     dk, dv = _bwd_dkdv(dk, dv, k, v, rk, start_n, Q, DO, RQ, Stats, stride_qt, stride_dot, stride_stat, T, log_d, p,
-                       HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, False, PRECISION)
+                       HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, False, PRECISION, POLY)
     dk = unit_rows_backward(k, rk, dk)
     ok = (offs_n < T)[:, None]
     tl.store(DK + b * stride_dkb + h * stride_dkh + offs_n[:, None] * stride_dkt + offs_d[None, :],
@@ -186,7 +186,7 @@ def _bwd_dkdv_kernel(Q, K, V, DO, DK, DV, RQ, RK, Stats,
 @triton.jit
 def _bwd_dq(dq, q, do, row_scale, row_stats, start_m, K, V, RK, stride_kt, stride_vt, T, p,
             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, P_INT: tl.constexpr,
-            REWEIGHT: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr):
+            REWEIGHT: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr, POLY: tl.constexpr):
     """Add the key blocks of one stage to query block start_m's sum_j dS_ij k^_j (BLOCK_M, HEAD_DIM) float32:
     MASK False the blocks wholly before the diagonal, MASK True those on it. Query-major tiles; q, do
     (BLOCK_M, HEAD_DIM), row_scale = c_i rq_i, row_stats as ``_load_row_stats``; K, V, RK point at this
@@ -203,7 +203,7 @@ def _bwd_dq(dq, q, do, row_scale, row_stats, start_m, K, V, RK, stride_kt, strid
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * row_scale[:, None] * rk[None, :]  # (BLOCK_M, BLOCK_N)
         dw = tl.dot(do, tl.trans(v), input_precision=PRECISION)
         _, ds = weights_and_dscores(s, dw, nl[:, None], offset[:, None], inv_scale[:, None], inv_norm[:, None],
-                                    coef_a[:, None], coef_b[:, None], coef_c[:, None], p, P_INT, REWEIGHT)
+                                    coef_a[:, None], coef_b[:, None], coef_c[:, None], p, P_INT, REWEIGHT, POLY)
         if MASK:
             ds = tl.where(offs_n[None, :] <= offs_m[:, None], ds, 0.0)
         if K.dtype.element_ty == tl.float16:  # scale k to unit rows: rk can exceed float16's range
@@ -220,7 +220,7 @@ def _bwd_dq_kernel(Q, K, V, DO, DQ, RQ, RK, Stats,
                    stride_vb, stride_vh, stride_vt, stride_dob, stride_doh, stride_dot,
                    stride_dqb, stride_dqh, stride_dqt, stride_stat, H, T, log_d, p,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, P_INT: tl.constexpr,
-                   REWEIGHT: tl.constexpr, PRECISION: tl.constexpr):
+                   REWEIGHT: tl.constexpr, PRECISION: tl.constexpr, POLY: tl.constexpr = 0):
     """dq of one block of BLOCK_M query rows, from the key blocks up to the diagonal (shapes as
     ``_bwd_dkdv_kernel``)."""
     log_d, p = tl.cast(log_d, tl.float32), tl.cast(p, tl.float32)  # torch.compile may pass float64
@@ -239,9 +239,9 @@ def _bwd_dq_kernel(Q, K, V, DO, DQ, RQ, RK, Stats,
     RK += pid_bh * T
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     dq = _bwd_dq(dq, q, do, row_scale, row_stats, start_m, K, V, RK, stride_kt, stride_vt, T, p,
-                 HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, False, PRECISION)
+                 HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, False, PRECISION, POLY)
     dq = _bwd_dq(dq, q, do, row_scale, row_stats, start_m, K, V, RK, stride_kt, stride_vt, T, p,
-                 HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, True, PRECISION)
+                 HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, True, PRECISION, POLY)
     dq = unit_rows_backward(q, rq, dq * c[:, None])  # d(q^) = c_i sum_j dS_ij k^_j, then through q^ = q rq
     tl.store(DQ + b * stride_dqb + h * stride_dqh + offs_m[:, None] * stride_dqt + offs_d[None, :],
              dq.to(DQ.dtype.element_ty), mask=(offs_m < T)[:, None])

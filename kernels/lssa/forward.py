@@ -26,25 +26,25 @@ from orbitlaw.kernels.lssa.tiles import batch_head, key_blocks, load_rows, rewei
 
 @triton.jit
 def _softplus_scores(q, row_scale, K, RK, stride_kt, start_n, T, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                     PRECISION: tl.constexpr):
+                     PRECISION: tl.constexpr, POLY: tl.constexpr):
     """(softplus(S) (BLOCK_M, BLOCK_N) float32, key offsets (BLOCK_N,)) of the key block at start_n, for a
     query tile q (BLOCK_M, HEAD_DIM) with row_scale c_i rq_i (BLOCK_M,); K (T, HEAD_DIM) and RK (T,) point at
     this batch and head."""
     offs_n = start_n + tl.arange(0, BLOCK_N)
     k = load_rows(K, offs_n, stride_kt, tl.arange(0, HEAD_DIM), T)  # (BLOCK_N, HEAD_DIM)
     rk = tl.load(RK + offs_n, mask=offs_n < T, other=0.0)
-    return softplus(tl.dot(q, tl.trans(k), input_precision=PRECISION) * row_scale[:, None] * rk[None, :]), offs_n
+    return softplus(tl.dot(q, tl.trans(k), input_precision=PRECISION) * row_scale[:, None] * rk[None, :], POLY), offs_n
 
 
 @triton.jit
 def _fwd_row_stats(row_sum, e_max, e_min, q, row_scale, start_m, K, RK, stride_kt, T,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
-                   PRECISION: tl.constexpr):
+                   PRECISION: tl.constexpr, POLY: tl.constexpr):
     """LSSAR pass 1 over the key blocks of one stage: each row's sum, max and min of softplus(S) (BLOCK_M,)."""
     offs_m = start_m + tl.arange(0, BLOCK_M)
     lo, hi = key_blocks(start_m, T, BLOCK_M, BLOCK_N, MASK)
     for start_n in range(lo, hi, BLOCK_N):
-        e, offs_n = _softplus_scores(q, row_scale, K, RK, stride_kt, start_n, T, HEAD_DIM, BLOCK_N, PRECISION)
+        e, offs_n = _softplus_scores(q, row_scale, K, RK, stride_kt, start_n, T, HEAD_DIM, BLOCK_N, PRECISION, POLY)
         if MASK:
             keep = offs_n[None, :] <= offs_m[:, None]
             row_sum += tl.sum(tl.where(keep, e, 0.0), 1)
@@ -60,7 +60,8 @@ def _fwd_row_stats(row_sum, e_max, e_min, q, row_scale, start_m, K, RK, stride_k
 @triton.jit
 def _fwd_weighted(accumulators, q, row_scale, row_params, start_m, K, V, RK, stride_kt, stride_vt, T, p,
                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, P_INT: tl.constexpr,
-                  REWEIGHT: tl.constexpr, NEED_GRAD: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr):
+                  REWEIGHT: tl.constexpr, NEED_GRAD: tl.constexpr, MASK: tl.constexpr, PRECISION: tl.constexpr,
+                  POLY: tl.constexpr):
     """The weighted pass over the key blocks of one stage, with w = softplus(S) (LSSA) or R (LSSAR):
     acc += w @ v (BLOCK_M, HEAD_DIM), norm += sum_j w (BLOCK_M,); with NEED_GRAD also acc_u += (E g) @ v
     and gsum += sum_j E g. accumulators: (acc, norm, acc_u, gsum); row_params: (nl, offset, inv_scale)."""
@@ -69,9 +70,9 @@ def _fwd_weighted(accumulators, q, row_scale, row_params, start_m, K, V, RK, str
     offs_m = start_m + tl.arange(0, BLOCK_M)
     lo, hi = key_blocks(start_m, T, BLOCK_M, BLOCK_N, MASK)
     for start_n in range(lo, hi, BLOCK_N):
-        e, offs_n = _softplus_scores(q, row_scale, K, RK, stride_kt, start_n, T, HEAD_DIM, BLOCK_N, PRECISION)
+        e, offs_n = _softplus_scores(q, row_scale, K, RK, stride_kt, start_n, T, HEAD_DIM, BLOCK_N, PRECISION, POLY)
         if REWEIGHT:
-            w, g = reweighted(e, nl[:, None], offset[:, None], inv_scale[:, None], p, P_INT)
+            w, g = reweighted(e, nl[:, None], offset[:, None], inv_scale[:, None], p, P_INT, POLY)
         else:
             w = e
         if MASK:
@@ -96,11 +97,12 @@ def _fwd_kernel(Q, K, V, Out, U, RQ, RK, Stats,
                 stride_ub, stride_uh, stride_ut,
                 stride_stat, H, T, log_d, p,
                 HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, P_INT: tl.constexpr,
-                REWEIGHT: tl.constexpr, NEED_GRAD: tl.constexpr, PRECISION: tl.constexpr):
+                REWEIGHT: tl.constexpr, NEED_GRAD: tl.constexpr, PRECISION: tl.constexpr, POLY: tl.constexpr = 0):
     """Output rows of one block of BLOCK_M queries, their row statistics, and (NEED_GRAD) U.
 
     Q, K, V, Out, U: (B, H, T, HEAD_DIM); RQ, RK: (B, H, T) inverse norms; Stats: (N_STATS, B, H, T) float32
-    with stride_stat between statistics. p, P_INT: the LSSAR power (unused by LSSA).
+    with stride_stat between statistics. p, P_INT: the LSSAR power (unused by LSSA). POLY: quarters of each
+    tile's exp (and real power) on the FMA pipes (``tiles.py``).
     """
     log_d, p = tl.cast(log_d, tl.float32), tl.cast(p, tl.float32)  # torch.compile may pass float64
     start_m = tl.program_id(0) * BLOCK_M
@@ -120,9 +122,9 @@ def _fwd_kernel(Q, K, V, Out, U, RQ, RK, Stats,
         e_max = tl.full([BLOCK_M], -float("inf"), tl.float32)
         e_min = tl.full([BLOCK_M], float("inf"), tl.float32)
         row_sum, e_max, e_min = _fwd_row_stats(row_sum, e_max, e_min, q, row_scale, start_m, K, RK, stride_kt, T,
-                                               HEAD_DIM, BLOCK_M, BLOCK_N, False, PRECISION)
+                                               HEAD_DIM, BLOCK_M, BLOCK_N, False, PRECISION, POLY)
         row_sum, e_max, e_min = _fwd_row_stats(row_sum, e_max, e_min, q, row_scale, start_m, K, RK, stride_kt, T,
-                                               HEAD_DIM, BLOCK_M, BLOCK_N, True, PRECISION)
+                                               HEAD_DIM, BLOCK_M, BLOCK_N, True, PRECISION, POLY)
         nl = pos / row_sum
         offset = tl.where(pos > 3.0, 1.0, 0.0)
         x_max = e_max * nl - offset  # same operations as x in the pass, so x <= x_max exactly
@@ -140,10 +142,10 @@ def _fwd_kernel(Q, K, V, Out, U, RQ, RK, Stats,
     norm = tl.zeros([BLOCK_M], tl.float32)
     accumulators = (acc, norm, tl.zeros([BLOCK_M, HEAD_DIM], tl.float32), tl.zeros([BLOCK_M], tl.float32))
     accumulators = _fwd_weighted(accumulators, q, row_scale, row_params, start_m, K, V, RK, stride_kt, stride_vt, T,
-                                 p, HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, NEED_GRAD, False, PRECISION)
+                                 p, HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, NEED_GRAD, False, PRECISION, POLY)
     acc, norm, acc_u, gsum = _fwd_weighted(accumulators, q, row_scale, row_params, start_m, K, V, RK, stride_kt,
                                            stride_vt, T, p, HEAD_DIM, BLOCK_M, BLOCK_N, P_INT, REWEIGHT, NEED_GRAD,
-                                           True, PRECISION)
+                                           True, PRECISION, POLY)
 
     ok = offs_m < T
     if REWEIGHT:

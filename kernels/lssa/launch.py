@@ -48,24 +48,41 @@ DKDV_CANDIDATES = (Blocks(16, 128, 8, 2), Blocks(16, 64, 4, 3), Blocks(32, 128, 
 DQ_CANDIDATES = (Blocks(128, 32, 8, 2), Blocks(64, 32, 8, 2), Blocks(64, 32, 4, 3), Blocks(128, 64, 8, 2))
 
 
-def autotuned(kernel, candidates: tuple[Blocks, ...]):
-    """kernel wrapped in triton.autotune over candidates (BLOCK_M, BLOCK_N), keyed on T, HEAD_DIM, P_INT and
-    REWEIGHT (LSSA and LSSAR tune apart)."""
-    configs = [
-        triton.Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n}, num_warps=c.num_warps, num_stages=c.num_stages)
-        for c in candidates
+TUNED_POLY_QUARTERS = (0, 2, 4)
+"""The poly shares ``poly_share="auto"`` tunes over with the tile sizes, in quarters: none, half, all."""
+
+
+def autotune_configs(candidates: tuple[Blocks, ...], quarters: tuple[int, ...] | None = None) -> list:
+    """triton.Config per candidate tile (BLOCK_M, BLOCK_N), and per poly share (POLY, quarters) when given."""
+    shares = [{}] if quarters is None else [{"POLY": q} for q in quarters]
+    return [
+        triton.Config({"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, **share}, num_warps=c.num_warps,
+                      num_stages=c.num_stages)
+        for c in candidates for share in shares
     ]
-    return triton.autotune(configs=configs, key=["T", "HEAD_DIM", "P_INT", "REWEIGHT"])(kernel)
 
 
-def launch(kernel, tuned_kernel, blocks: Blocks | None, T: int, BH: int, args: tuple, key_major: bool = False,
-           **constexprs):
+def autotuned(kernel, candidates: tuple[Blocks, ...], quarters: tuple[int, ...] | None = None):
+    """kernel wrapped in triton.autotune over candidates (BLOCK_M, BLOCK_N) and, with ``quarters``, the poly
+    share too, keyed on T, HEAD_DIM, P_INT, REWEIGHT (LSSA and LSSAR tune apart) and POLY when it is given."""
+    key = ["T", "HEAD_DIM", "P_INT", "REWEIGHT"]
+    return triton.autotune(configs=autotune_configs(candidates, quarters), key=key)(kernel)
+
+
+def launch(kernel, tuned, blocks: Blocks | None, T: int, BH: int, args: tuple, key_major: bool = False,
+           poly: int | None = 0, **constexprs):
     """Launch kernel over (cdiv(T, BLOCK), B * H) programs with explicit blocks, the interpreter's defaults,
-    or (on CUDA, blocks None) the autotuned variant. BLOCK is BLOCK_M, or BLOCK_N for key-major kernels."""
+    or (on CUDA, blocks None) the autotuned variant. BLOCK is BLOCK_M, or BLOCK_N for key-major kernels.
+    ``tuned``: (kernel tuned over tiles, kernel tuned over tiles and poly shares); ``poly``: the poly share
+    in quarters, or None to tune it (on CUDA; the interpreter and explicit blocks take none, 0)."""
     tile = "BLOCK_N" if key_major else "BLOCK_M"
     if blocks is None and not interpreter_enabled():
-        tuned_kernel[lambda meta: (triton.cdiv(T, meta[tile]), BH)](*args, **constexprs)
+        if poly is None:
+            tuned[1][lambda meta: (triton.cdiv(T, meta[tile]), BH)](*args, **constexprs)
+        else:
+            tuned[0][lambda meta: (triton.cdiv(T, meta[tile]), BH)](*args, POLY=poly, **constexprs)
         return
+    constexprs["POLY"] = poly or 0
     b = blocks or INTERPRETER_BLOCKS
     size = b.block_n if key_major else b.block_m
     kernel[(triton.cdiv(T, size), BH)](*args, BLOCK_M=b.block_m, BLOCK_N=b.block_n, num_warps=b.num_warps,

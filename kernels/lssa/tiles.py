@@ -5,6 +5,8 @@ which key blocks a query block visits, and the backward through the unit-norm ro
 Tiles: a query block is BLOCK_M rows, a key block BLOCK_N keys; q, k, v, dO tiles are (rows, HEAD_DIM),
 score tiles (BLOCK_M, BLOCK_N) (query-major) or (BLOCK_N, BLOCK_M) (key-major, in the dk / dv kernel).
 Notation as in ``backward.py``: s the scores S_ij, e = softplus(s), x = n_i A_ij - O_i, y = relu(x) / M_i.
+POLY (a compile-time 0..4) is the share, in quarters of a tile, of the exp, reciprocal and real power computed
+on the FMA pipes instead of the special-function unit (``fma.py``); 0 is the kernels as they were before it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from orbitlaw.kernels.lssa.fma import exp_neg_fma, exp_neg_mufu, mixed, power_fma, power_mufu, rcp_fma_2, rcp_mufu
 from orbitlaw.kernels.reference import NORM_EPS
 
 # Row statistics: one float32 tensor of shape (N_STATS, B, H, T); indices as compile-time constants.
@@ -49,16 +52,17 @@ def _log1p(t):
 
 
 @triton.jit
-def softplus(s):
-    """softplus(s) = max(s, 0) + log(1 + exp(-|s|)), stable for any s."""
-    return tl.maximum(s, 0.0) + _log1p(tl.exp(-tl.abs(s)))
+def softplus(s, POLY: tl.constexpr):
+    """softplus(s) = max(s, 0) + log(1 + exp(-|s|)), stable for any s; POLY quarters of the exp on FMAs."""
+    return tl.maximum(s, 0.0) + _log1p(mixed(tl.abs(s), 0.0, exp_neg_fma, exp_neg_mufu, POLY))
 
 
 @triton.jit
-def softplus_and_sigmoid(s):
-    """(softplus(s), sigmoid(s)); sigmoid is softplus' derivative, both stable for any s."""
-    t = tl.exp(-tl.abs(s))
-    r = 1.0 / (1.0 + t)
+def softplus_and_sigmoid(s, POLY: tl.constexpr):
+    """(softplus(s), sigmoid(s)); sigmoid is softplus' derivative, both stable for any s (POLY: as softplus,
+    for the exp and the reciprocal of 1 + exp(-|s|) in [1, 2])."""
+    t = mixed(tl.abs(s), 0.0, exp_neg_fma, exp_neg_mufu, POLY)
+    r = mixed(1.0 + t, 0.0, rcp_fma_2, rcp_mufu, POLY)
     return tl.maximum(s, 0.0) + _log1p(t), tl.where(s >= 0, r, t * r)
 
 
@@ -76,22 +80,22 @@ def _int_power(y, N: tl.constexpr):
 
 
 @triton.jit
-def _power_minus_one(y, p, P_INT: tl.constexpr):
+def _power_minus_one(y, p, P_INT: tl.constexpr, POLY: tl.constexpr):
     """y**(p - 1) for y in [0, 1]; y^p is then this times y.
 
     P_INT >= 1: the integer p, by repeated squaring (no pow), exact 0 at y = 0 for p >= 2; P_INT == 0:
-    real p, by exp2 and log2 (the caller masks y = 0 there, and for p = 1).
+    real p, by exp2 and log2 (POLY quarters of them on FMAs; the caller masks y = 0 there, and for p = 1).
     """
     if P_INT == 1:
         return tl.full(y.shape, 1.0, tl.float32)
     elif P_INT > 1:
         return _int_power(y, P_INT - 1)
     else:
-        return tl.exp2((p - 1.0) * tl.log2(tl.maximum(y, 1e-38)))
+        return mixed(y, p - 1.0, power_fma, power_mufu, POLY)
 
 
 @triton.jit
-def reweighted(e, nl, offset, inv_scale, p, P_INT: tl.constexpr):
+def reweighted(e, nl, offset, inv_scale, p, P_INT: tl.constexpr, POLY: tl.constexpr):
     """LSSAR's unnormalised weights of a softplus tile e: (R = g y, g = y^(p-1) [x > 0]).
 
     Row parameters nl = n_i / L_i, offset = O_i, inv_scale = 1 / M_i (tie rows encoded in nl and offset,
@@ -99,7 +103,7 @@ def reweighted(e, nl, offset, inv_scale, p, P_INT: tl.constexpr):
     """
     x = e * nl - offset
     y = tl.maximum(x, 0.0) * inv_scale
-    g = _power_minus_one(y, p, P_INT)
+    g = _power_minus_one(y, p, P_INT, POLY)
     if P_INT < 2:
         g = tl.where(x > 0, g, 0.0)
     return g * y, g
@@ -107,15 +111,15 @@ def reweighted(e, nl, offset, inv_scale, p, P_INT: tl.constexpr):
 
 @triton.jit
 def weights_and_dscores(s, dw, nl, offset, inv_scale, inv_norm, coef_a, coef_b, coef_c, p,
-                        P_INT: tl.constexpr, REWEIGHT: tl.constexpr):
+                        P_INT: tl.constexpr, REWEIGHT: tl.constexpr, POLY: tl.constexpr):
     """Normalised weights W and score gradients dS of a score tile s, with dW = dO . v on the same tile.
 
     Row quantities (as :func:`reweighted`, and the backward coefficients a, b, c) come broadcast to the
     tile's layout. Causal masking is left to the caller.
     """
-    e, sig = softplus_and_sigmoid(s)
+    e, sig = softplus_and_sigmoid(s, POLY)
     if REWEIGHT:
-        r, g = reweighted(e, nl, offset, inv_scale, p, P_INT)
+        r, g = reweighted(e, nl, offset, inv_scale, p, P_INT, POLY)
         w = r * inv_norm
         ds = sig * (coef_a * g * (dw - coef_b) - coef_c)
     else:
