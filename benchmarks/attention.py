@@ -56,17 +56,37 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="skip the correctness section (tests/test_kernels.py covers it; saves the autotuning)")
     ap.add_argument("--methods", nargs="+", default=None, help="CUDA sweep: only these methods (default all)")
     ap.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per measurement (ms)")
-    return ap.parse_args(argv)
+    ap.add_argument("--poly-shares", nargs="+", default=[], metavar="SHARE",
+                    help="CUDA sweep: also the Triton kernels at these poly shares (0.25, 0.5, 0.75, 1 or auto:\n"
+                         "the share of each tile's exp and reciprocal on the FMA pipes), as lssa_triton_poly<SHARE>")
+    args = ap.parse_args(argv)
+    from orbitlaw.kernels.checks import poly_quarters
+
+    for share in args.poly_shares:
+        try:
+            poly_quarters(share if share == "auto" else float(share))
+        except ValueError as err:
+            ap.error(str(err))
+    return args
 
 
 # ----------------------------------------------------------------------------------------------------------
 # shared helpers
 # ----------------------------------------------------------------------------------------------------------
-def methods(torch, F, kernels):
-    """name -> f(q, k, v) for every benchmarked attention (all causal, (B, H, T, D) -> (B, H, T, D))."""
+def methods(torch, F, kernels, poly_shares=()):
+    """name -> f(q, k, v) for every benchmarked attention (all causal, (B, H, T, D) -> (B, H, T, D)); the
+    Triton kernels also at each of ``poly_shares`` (strings, as given to --poly-shares)."""
     from orbitlaw.kernels import laser_attention, lssa_reference, lssar_reference
 
-    return {
+    def at(share):
+        value = share if share == "auto" else float(share)
+        return {f"lssa_triton_poly{share}": lambda q, k, v: kernels.lssa_attention(q, k, v, backend="triton",
+                                                                                  poly_share=value),
+                f"lssar_triton_poly{share}": lambda q, k, v: kernels.lssar_attention(q, k, v, p=P, backend="triton",
+                                                                                    poly_share=value)}
+
+    extra = {name: fn for share in poly_shares for name, fn in at(share).items()}
+    base = {
         "sdpa_softmax": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         "laser_sdpa": laser_attention,
         "lssa_triton": lambda q, k, v: kernels.lssa_attention(q, k, v, backend="triton"),
@@ -74,6 +94,7 @@ def methods(torch, F, kernels):
         "lssa_eager": lssa_reference,
         "lssar_eager": lambda q, k, v: lssar_reference(q, k, v, p=P),
     }
+    return {**base, **extra}
 
 
 def causal_flops(B: int, H: int, T: int, D: int, mode: str) -> float:
@@ -263,7 +284,8 @@ def run_cuda(args, torch, F, kernels) -> dict:
         print("correctness (Triton on CUDA vs reference):", flush=True)
         result["correctness"] = correctness(torch, kernels, "cuda", cases)
 
-    fns = {name: fn for name, fn in methods(torch, F, kernels).items() if not args.methods or name in args.methods}
+    fns = {name: fn for name, fn in methods(torch, F, kernels, args.poly_shares).items()
+           if not args.methods or name in args.methods or "_poly" in name}
     rows = []
     for D in args.head_dims:
         for T in args.seq_lens:

@@ -108,6 +108,23 @@ def peak_eval_memory(preset: str, T: int, query_chunk: int | None) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
+PEAK_BF16_FLOPS = {"H100": 989.4e12, "H200": 989.4e12, "A100": 312e12}
+"""Dense bf16 tensor-core peak by GPU name (NVIDIA datasheets, SXM), for the model FLOPs utilisation."""
+
+
+def mfu(preset: str, rates: dict, device) -> dict | None:
+    """Model FLOPs utilisation per timed run: 6 N tokens/s (forward and backward of N parameters, attention
+    scores left out) over the GPU's dense bf16 peak; None off CUDA or for a GPU not in PEAK_BF16_FLOPS."""
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name()
+    peak = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
+    if peak is None:
+        return None
+    n = sum(p.numel() for p in models.GPT(models.model_config(preset)).parameters())
+    return {"parameters": n, "peak_flops": peak, "gpu": name, **{a: 6 * n * r / peak for a, r in rates.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="tiny")
@@ -118,8 +135,15 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--compile", default="", metavar="A,B",
                         help="also time these attentions torch.compile'd (comma-separated, or 'all')")
+    parser.add_argument("--attentions", default="all", metavar="A,B",
+                        help="time only these attentions eager (comma-separated; softmax is always timed)")
     parser.add_argument("--out", default="benchmarks/results/train_throughput.json")
     args = parser.parse_args()
+    eager = list(models.ATTENTIONS) if args.attentions == "all" else ["softmax"] + [
+        a for a in args.attentions.split(",") if a and a != "softmax"]
+    for attention in eager:
+        if attention not in models.ATTENTIONS:
+            sys.exit(f"train_throughput: unknown attention {attention!r} in --attentions")
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit("train_throughput: --device cuda but CUDA is not available")
@@ -131,7 +155,7 @@ def main() -> None:
     batch = torch.from_numpy(tokens)
 
     rates, compiled = {}, {}
-    for attention in models.ATTENTIONS:
+    for attention in eager:
         rates[attention] = tokens_per_second(args.preset, attention, batch, args.steps, args.warmup, device)
         print(f"{attention:>8}: {rates[attention]:9.0f} tokens/s  ({rates[attention] / rates['softmax']:.2f}x softmax)",
               flush=True)
@@ -163,7 +187,8 @@ def main() -> None:
         "tokens_per_s": rates,
         "ratio_to_softmax": {a: r / rates["softmax"] for a, r in rates.items()},
         "lssar_target_ratio": 0.7,
-        "lssar_meets_target": rates["lssar"] / rates["softmax"] >= 0.7,
+        "lssar_meets_target": rates["lssar"] / rates["softmax"] >= 0.7 if "lssar" in rates else None,
+        "mfu": mfu(args.preset, {**rates, **{f"{a}_compiled": r for a, r in compiled.items()}}, device),
         "compiled_tokens_per_s": compiled,
         "lssar_eval_memory_16x": memory,
         "machine": {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",

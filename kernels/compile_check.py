@@ -92,9 +92,11 @@ def cases(full: bool = False) -> list[tuple[str, str, dict, int, int]]:
 
 
 def compile_kernel(fn, dtype: str, constexprs: dict, num_warps: int, num_stages: int, arch: int = 90,
-                   float_type: str = "fp32"):
+                   float_type: str = "fp32", aligned: bool = False):
     """Compile one JIT kernel for CUDA sm_<arch>; pointer arguments of element type dtype, the scalar float
-    arguments (log_d, p) of float_type ("fp64" is how torch.compile's Inductor passes Python floats)."""
+    arguments (log_d, p) of float_type ("fp64" is how torch.compile's Inductor passes Python floats).
+    ``aligned``: the pointers, strides and T marked divisible by 16, as Triton specialises a launch on
+    contiguous tensors with T a multiple of 16 (vector loads); else nothing is assumed (the worst case)."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -110,7 +112,13 @@ def compile_kernel(fn, dtype: str, constexprs: dict, num_warps: int, num_stages:
             signature[name] = float_type
         else:
             signature[name] = "i32"
-    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(constexprs))
+    attrs = {}
+    if aligned:
+        for i, name in enumerate(fn.arg_names):
+            integer = signature[name] == "i32" and (name.startswith("stride") or name == "T")
+            if signature[name].startswith("*") or integer:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(constexprs), attrs=attrs)
     return triton.compile(
         src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages}
     )

@@ -9,11 +9,17 @@ Triton device functions, which the kernels run on a chosen share of their scores
 their plain reference (same operations, same constants) and what tests/test_fma_math.py measures against
 float64.
 
-  exp2_fma(x)    2^x: n = floor(x), f = x - n in [0, 1), 2^f by a polynomial in f, then 2^n added to the
-                 exponent bits. x is clamped to [-126, 127]: below -126 the result is 2^-126 (about 1.2e-38)
-                 instead of a subnormal or 0, an absolute error under 1.2e-38.
+  exp2_fma(x)    2^x: n = x rounded to a whole number by adding and subtracting 1.5 2^23 (the sum's low
+                 bits are n), f = x - n in [-1/2, 1/2], 2^f by a polynomial in f, then n added to the exponent
+                 bits. x is clamped to [-125.5, 127]: below, the result is 2^-125.5 (about 1.7e-38) instead of
+                 a subnormal or 0, an absolute error under 1.7e-38.
   log2_fma(y)    log2(y) for y >= 2^-126 (smaller y are clamped there): y = 2^e m with m in [sqrt(1/2),
-                 sqrt(2)) read from the bits, log2(m) = t P(t) with t = m - 1.
+                 sqrt(2)) read from the bits, log2(m) = t P(t) with t = m - 1, and e made a float by the same
+                 1.5 2^23 trick.
+
+No step converts between integers and floats or rounds by instruction (F2I, I2F, FRND run at the special
+function unit's rate on NVIDIA GPUs): only float adds, multiplies and fused multiply-adds, integer adds,
+shifts, masks, comparisons and selects.
   rcp_fma(d)     1 / d for d in [1, 2] (the sigmoid's 1 / (1 + e^-|s|)): a linear first guess (error <= 1/17)
                  and three Newton steps r <- r + r (1 - d r).
   softplus_fma(s)  max(s, 0) + log1p(2^(-|s| log2 e)), the log1p by the kernels' existing polynomial.
@@ -34,7 +40,9 @@ TARGET_REL_ERR = 1e-6
 """The largest float32 relative error a polynomial path may add: a tenth of the kernels' 1e-5 tolerance."""
 LOG2E = 1.0 / math.log(2.0)
 SQRT2 = math.sqrt(2.0)
-EXP2_LO, EXP2_HI = -126.0, 127.0
+EXP2_LO, EXP2_HI = -125.5, 127.0
+ROUNDER = 12582912.0  # 1.5 * 2^23: x + ROUNDER rounds x to a whole number n, held in the sum's low bits
+ROUNDER_BITS = 0x4B400000  # its float32 bits: bits(n + ROUNDER) = ROUNDER_BITS + n for |n| < 2^22
 LOG2_MIN = 2.0**-126  # the smallest normal float32
 LOG2_T = (math.sqrt(0.5) - 1.0, SQRT2 - 1.0)  # t = m - 1 over m in [sqrt(1/2), sqrt(2))
 RCP_SLOPE, RCP_INTERCEPT = -8.0 / 17.0, 24.0 / 17.0  # the minimax line for 1 / d on [1, 2]
@@ -59,7 +67,7 @@ def fit_relative(f, lo: float, hi: float, degree: int, iterations: int = 60, poi
 
 
 def _exp2_coefficients(degree: int) -> np.ndarray:
-    return fit_relative(np.exp2, 0.0, 1.0, degree)
+    return fit_relative(np.exp2, -0.5, 0.5, degree)
 
 
 def _log2_coefficients(degree: int) -> np.ndarray:
@@ -83,9 +91,10 @@ def exp2_fma(x: torch.Tensor, coef=None) -> torch.Tensor:
     """2^x of a float32 tensor by range reduction and a polynomial (module doc); float32 out."""
     coef = EXP2_COEF if coef is None else coef
     x = x.to(torch.float32).clamp(EXP2_LO, EXP2_HI)
-    n = torch.floor(x)
-    poly = horner(coef, x - n)  # 2^f in [1, 2)
-    bits = poly.view(torch.int32) + (n.to(torch.int32) << 23)
+    j = x + ROUNDER  # float32: its low mantissa bits are n = round(x)
+    n = j - ROUNDER
+    poly = horner(coef, x - n)  # 2^f, f in [-1/2, 1/2]
+    bits = poly.view(torch.int32) + (j.view(torch.int32) << 23)  # ROUNDER_BITS << 23 wraps to 0: adds n << 23
     return bits.view(torch.float32)
 
 
@@ -99,7 +108,8 @@ def log2_fma(y: torch.Tensor, coef=None) -> torch.Tensor:
     m = torch.where(big, m * 0.5, m)
     e = e + big.to(torch.int32)
     t = m - 1.0
-    return e.to(torch.float32) + t * horner(coef, t)
+    e_float = (e + ROUNDER_BITS).view(torch.float32) - ROUNDER  # e as a float, without a conversion
+    return e_float + t * horner(coef, t)
 
 
 def rcp_fma(d: torch.Tensor) -> torch.Tensor:

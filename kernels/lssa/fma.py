@@ -2,8 +2,9 @@
 tile between them and the special-function unit (MUFU).
 
 The algorithms and constants are those of ``orbitlaw.kernels.fma_math`` (the plain PyTorch reference,
-fitted and measured there): exp2 by floor, a degree-5 polynomial and the exponent added to the bits; log2
-from the bits and a degree-7 polynomial; 1 / d on [1, 2] by a linear guess and three Newton steps.
+fitted and measured there): exp2 by rounding with 1.5 2^23, a degree-5 polynomial and the exponent added to
+the bits; log2 from the bits and a degree-7 polynomial; 1 / d on [1, 2] by a linear guess and three Newton
+steps. None converts between integers and floats (F2I and I2F run at the special-function unit's rate).
 
 ``mixed(x, arg, fma_fn, mufu_fn, QUARTERS)`` applies ``fma_fn(x, arg)`` to QUARTERS / 4 of a tile's elements
 and ``mufu_fn(x, arg)`` to the rest (QUARTERS a compile-time 0..4; ``arg`` a scalar or a tile broadcasting
@@ -31,6 +32,8 @@ EXP2_LO = tl.constexpr(_m.EXP2_LO)
 EXP2_HI = tl.constexpr(_m.EXP2_HI)
 LOG2_MIN = tl.constexpr(_m.LOG2_MIN)
 SQRT2 = tl.constexpr(_m.SQRT2)
+ROUNDER = tl.constexpr(_m.ROUNDER)
+ROUNDER_BITS = tl.constexpr(_m.ROUNDER_BITS)
 LOG2E = tl.constexpr(_m.LOG2E)
 RCP_SLOPE = tl.constexpr(_m.RCP_SLOPE)
 RCP_INTERCEPT = tl.constexpr(_m.RCP_INTERCEPT)
@@ -38,17 +41,17 @@ RCP_INTERCEPT = tl.constexpr(_m.RCP_INTERCEPT)
 
 @triton.jit
 def exp2_fma(x):
-    """2^x (float32) with no MUFU instruction: x clamped to [-126, 127], n = floor(x), 2^(x - n) by a
-    polynomial, n added to the exponent bits."""
+    """2^x (float32) with no MUFU instruction: x clamped to [-125.5, 127], n = round(x) by adding 1.5 2^23,
+    2^(x - n) by a polynomial, n added to the exponent bits."""
     x = tl.minimum(tl.maximum(x, EXP2_LO), EXP2_HI)
-    n = tl.floor(x)
-    f = x - n
+    j = x + ROUNDER  # its low mantissa bits are n = round(x)
+    f = x - (j - ROUNDER)
     poly = f * E5 + E4
     poly = poly * f + E3
     poly = poly * f + E2
     poly = poly * f + E1
     poly = poly * f + E0
-    bits = poly.to(tl.int32, bitcast=True) + (n.to(tl.int32) << 23)
+    bits = poly.to(tl.int32, bitcast=True) + (j.to(tl.int32, bitcast=True) << 23)  # ROUNDER_BITS << 23 is 0
     return bits.to(tl.float32, bitcast=True)
 
 
@@ -63,6 +66,7 @@ def log2_fma(y):
     m = tl.where(big, m * 0.5, m)
     e = e + big.to(tl.int32)
     t = m - 1.0
+    e_float = (e + ROUNDER_BITS).to(tl.float32, bitcast=True) - ROUNDER  # e as a float, with no conversion
     poly = t * L7 + L6
     poly = poly * t + L5
     poly = poly * t + L4
@@ -70,7 +74,7 @@ def log2_fma(y):
     poly = poly * t + L2
     poly = poly * t + L1
     poly = poly * t + L0
-    return e.to(tl.float32) + t * poly
+    return e_float + t * poly
 
 
 @triton.jit
