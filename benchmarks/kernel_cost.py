@@ -10,8 +10,9 @@ its instructions are sorted by the pipe they issue to and divided by the scores 
 thread (BLOCK_M x BLOCK_N / threads). Tensor-core work is read from the MMA instructions' shapes.
 
 Share 0 is also compiled from the kernels as they were before the poly share existed (``--baseline REV``,
-a git revision; its ``kernels/`` is extracted to a temporary package), and its PTX compared with today's:
-identical PTX is identical arithmetic, bit for bit.
+a git revision; its ``kernels/`` is extracted to a temporary package), and its machine code compared with
+today's: the SASS instructions with their operands (addresses and encodings left out), or the PTX without its
+debug lines (source line numbers) where there is no SASS. Identical code is identical arithmetic, bit for bit.
 
 Prediction (``MODEL`` in the JSON): time per score of a kernel = max over pipes of (instructions per score /
 the pipe's results per clock per SM); a training step (forward + backward) sums its kernels; the predicted
@@ -171,6 +172,19 @@ def ptx_loops(ptx: str) -> list[list[str]]:
     return loops
 
 
+def code_digest(ptx: str, sass: str | None) -> str:
+    """sha256 of the machine code with what does not change arithmetic left out: the SASS instruction text
+    (predicate, opcode, operands) in order, or PTX without .loc / .file lines, labels and debug sections."""
+    if sass:
+        text = "\n".join(f"{m.group(2) or ''}{m.group(3)}{m.group(4) or ''} {m.group(5)}"
+                         for m in _SASS_LINE.finditer(sass))
+    else:
+        body = ptx.split(".section\t.debug")[0]
+        text = "\n".join(line for line in body.splitlines()
+                         if not re.match(r"\s*(\.loc|\.file|\$L__tmp\d+:)", line))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def ptx_pipes(body) -> dict:
     out: dict = {}
     for line in body:
@@ -234,7 +248,7 @@ def count(arch: int, poly: int | None) -> dict:
         per_score["tensor_mac"] = totals.get("tensor_mac", 0) * issuers / (cx["BLOCK_M"] * cx["BLOCK_N"])
         out[name] = {"source": "sass" if sass else "ptx", "loops_found": len(loops), "loops_counted": pick,
                      "per_score": {k: round(v, 3) for k, v in sorted(per_score.items())},
-                     "ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(),
+                     "code_sha256": code_digest(ptx, sass),
                      "shared_memory_bytes": compiled.metadata.shared}
     return out
 
@@ -326,11 +340,11 @@ def main(argv=None) -> int:
             base = baseline_counts(args.baseline, arch)
             zero = entry["shares"].get("0.0", {}).get("counts", count(arch, 0))
             entry["baseline"] = {"revision": args.baseline,
-                                 "ptx_identical_at_share_0": {k: base[k]["ptx_sha256"] == zero[k]["ptx_sha256"]
-                                                              for k in base},
+                                 "code_identical_at_share_0": {k: base[k]["code_sha256"] == zero[k]["code_sha256"]
+                                                               for k in base},
                                  "counts": base, "prediction": predict(base, arch)}
-            print(f"sm_{arch} baseline {args.baseline}: PTX identical at share 0: "
-                  f"{entry['baseline']['ptx_identical_at_share_0']}", flush=True)
+            print(f"sm_{arch} baseline {args.baseline}: code identical at share 0: "
+                  f"{entry['baseline']['code_identical_at_share_0']}", flush=True)
         result["archs"][str(arch)] = entry
     write_json_atomic(Path(args.out), result)
     print(f"wrote {args.out}")

@@ -1,13 +1,14 @@
 """exp2, log2, softplus and a reciprocal from fused multiply-adds and integer operations only, in plain PyTorch.
 
 On a GPU, ``exp2``, ``log2`` and ``1 / x`` run on the special-function unit (MUFU: 16 results per clock per
-SM on Hopper, against 128 fused multiply-adds). LSSAR needs about four of them per score, so its kernels are
-bound by that unit (docs/kernels.md). These functions compute the same values on the FMA and integer pipes
-instead, as FlashAttention-4 does for part of its exp: a range reduction that is exact, a short polynomial,
-and the exponent written into the float's bits. ``orbitlaw.kernels.lssa.fma`` holds the same algorithms as
+SM on Hopper, against 128 fused multiply-adds); LSSAR's kernels issue six of them per score in a training step.
+These functions compute the same values on the FMA and integer pipes instead, as FlashAttention-4 does for
+part of its exp: a range reduction that is exact, a short polynomial, and the exponent written into the
+float's bits. ``orbitlaw.kernels.lssa.fma`` holds the same algorithms as
 Triton device functions, which the kernels run on a chosen share of their scores; the functions here are
 their plain reference (same operations, same constants) and what tests/test_fma_math.py measures against
-float64.
+float64. Whether that pays is counted from the compiled kernels by ``benchmarks/kernel_cost.py``: on sm_80
+and sm_90 the kernels are bound by the FMA pipe already, so it does not (docs/benchmarks.md, "Attention").
 
   exp2_fma(x)    2^x: n = x rounded to a whole number by adding and subtracting 1.5 2^23 (the sum's low
                  bits are n), f = x - n in [-1/2, 1/2], 2^f by a polynomial in f, then n added to the exponent
