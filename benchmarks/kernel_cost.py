@@ -310,6 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", default=None, help="a git revision of the kernels before the poly share")
     args = ap.parse_args(argv)
     os.environ.pop("TRITON_INTERPRET", None)
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # multiply-adds fused, as Triton 3.9 and earlier did
     from orbitlaw.provenance import code_version, write_json_atomic
 
     archs = [int(a) for a in args.archs.split(",")]
@@ -338,7 +339,7 @@ def main(argv=None) -> int:
         entry["best_share_lssar"] = float(best)
         if args.baseline:
             base = baseline_counts(args.baseline, arch)
-            zero = entry["shares"].get("0.0", {}).get("counts", count(arch, 0))
+            zero = entry["shares"]["0.0"]["counts"] if "0.0" in entry["shares"] else count(arch, 0)
             entry["baseline"] = {"revision": args.baseline,
                                  "code_identical_at_share_0": {k: base[k]["code_sha256"] == zero[k]["code_sha256"]
                                                                for k in base},

@@ -117,27 +117,30 @@ def test_triton_device_functions_equal_their_reference(name, ref, lo, hi):
 
 @needs_interpreter
 @pytest.mark.parametrize("quarters", [0, 1, 2, 3, 4])
-def test_mixed_gives_the_fma_path_to_quarters_of_the_columns(quarters):
-    """Column j of a tile takes the FMA function when j % 4 < QUARTERS, the MUFU one otherwise."""
+@pytest.mark.parametrize("rows,cols", [(16, 32), (8, 64)])
+def test_mixed_gives_the_fma_path_to_quarters_of_the_columns(quarters, rows, cols):
+    """Element (i, j) of a tile comes back in place, through the FMA function when j % 4 < QUARTERS and the
+    MUFU one otherwise (distinct values in, so a reordering would show)."""
     import triton
     import triton.language as tl
 
     from orbitlaw.kernels.lssa.fma import mixed
 
     @triton.jit
-    def one(x, arg):
-        return x * 0.0 + 1.0
+    def plus(x, arg):
+        return x + arg
 
     @triton.jit
-    def two(x, arg):
-        return x * 0.0 + 2.0
+    def minus(x, arg):
+        return -x
 
     @triton.jit
-    def kernel(Y, MIX: tl.constexpr, ONE: tl.constexpr, TWO: tl.constexpr, Q: tl.constexpr):
-        offs = tl.arange(0, 16)[:, None] * 32 + tl.arange(0, 32)[None, :]
-        tl.store(Y + offs, MIX(tl.zeros([16, 32], tl.float32), 0.0, ONE, TWO, Q))
+    def kernel(X, Y, MIX: tl.constexpr, A: tl.constexpr, B: tl.constexpr, Q: tl.constexpr, R: tl.constexpr,
+               C: tl.constexpr):
+        offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+        tl.store(Y + offs, MIX(tl.load(X + offs), 1000.0, A, B, Q))
 
-    y = torch.empty(16, 32)
-    kernel[(1,)](y, mixed, one, two, quarters)
-    want = torch.where(torch.arange(32) % 4 < quarters, 1.0, 2.0).expand(16, 32)
-    assert torch.equal(y, want)
+    x = torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols)
+    y = torch.empty_like(x)
+    kernel[(1,)](x, y, mixed, plus, minus, quarters, rows, cols)
+    assert torch.equal(y, torch.where(torch.arange(cols) % 4 < quarters, x + 1000.0, -x))

@@ -31,7 +31,7 @@ def test_dry_run_checks_every_section(tmp_path):
     for n in ("1.", "2.", "3.", "4."):
         assert f"=== {n}" in res.stdout
     assert "tests collected" in res.stdout and "failed: 0" in res.stdout
-    assert "--poly-shares 0.5 1 auto" in res.stdout and "--steps 50" in res.stdout
+    assert "--poly-shares 0.5 1" in res.stdout and "--steps 50" in res.stdout
     assert not (tmp_path / "out" / "attention_cuda.json").exists()  # nothing ran
 
 

@@ -348,13 +348,41 @@ def test_triton_poly_share_matches_reference(kind, p, poly_share):
 
 
 @needs_triton
-def test_triton_poly_share_zero_is_the_default_bit_for_bit():
+@pytest.mark.parametrize("poly_share", [0.5, 1.0])
+def test_triton_poly_share_at_the_tuned_tile_shapes(poly_share):
+    """The poly shares at tile shapes of the autotuning candidates (kernels.lssa.launch), not only 16 x 16:
+    the split of a tile between the two paths depends on its width. (That share 0 is the kernels as before is
+    checked on their compiled code: benchmarks/kernel_cost.py --baseline.)"""
+    from orbitlaw.kernels.lssa.launch import Blocks, KernelBlocks
+
+    q, k, v = qkv(1, 1, 70, 32, seed=11)
+    blocks = KernelBlocks(forward=Blocks(64, 32), dkdv=Blocks(32, 64), dq=Blocks(64, 32))
+    for kind, p in (("lssa", 1.0), ("lssar", 15.0)):
+        from orbitlaw.kernels.lssa.fused import lssa_triton, lssar_triton
+
+        qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+        out = (lssa_triton(qf, kf, vf, blocks, poly_share=poly_share) if kind == "lssa"
+               else lssar_triton(qf, kf, vf, p, blocks, poly_share=poly_share))
+        ref = lssa_reference(q, k, v) if kind == "lssa" else lssar_reference(q, k, v, p)
+        assert rel_err(out, ref) <= REL_TOL
+        dout = randn(*q.shape, seed=12, dtype=torch.float32)
+        grads = torch.autograd.grad(out, (qf, kf, vf), dout)
+        q64, k64, v64 = (x.detach().to(F64).requires_grad_() for x in (q, k, v))
+        ref = lssa_reference(q64, k64, v64) if kind == "lssa" else lssar_reference(q64, k64, v64, p)
+        for g, r in zip(grads, torch.autograd.grad(ref, (q64, k64, v64), dout.to(F64)), strict=True):
+            assert rel_err(g, r) <= REL_TOL
+
+
+@needs_triton
+def test_triton_poly_share_keeps_a_nan_key_visible():
+    """A NaN score gives a NaN output on the FMA path as on the special-function unit (no silent zero weight)."""
     from orbitlaw.kernels.lssa.fused import lssar_triton
 
     q, k, v = (x.float() for x in qkv(1, 1, 20, 32, seed=3))
-    bl = triton_blocks("square")
-    assert torch.equal(lssar_triton(q, k, v, 15.0, bl), lssar_triton(q, k, v, 15.0, bl, poly_share=0.0))
-    assert not torch.equal(lssar_triton(q, k, v, 15.0, bl), lssar_triton(q, k, v, 15.0, bl, poly_share=1.0))
+    k[0, 0, 5, 0] = float("nan")
+    for share in (0.0, 1.0):
+        out = lssar_triton(q, k, v, 15.0, triton_blocks("square"), poly_share=share)
+        assert out[0, 0, :5].isfinite().all() and out[0, 0, 5:].isnan().all(), share
 
 
 @pytest.mark.parametrize("share", [0.3, -1, 2, "half", True, float("nan")])

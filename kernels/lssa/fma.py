@@ -43,7 +43,7 @@ RCP_INTERCEPT = tl.constexpr(_m.RCP_INTERCEPT)
 def exp2_fma(x):
     """2^x (float32) with no MUFU instruction: x clamped to [-125.5, 127], n = round(x) by adding 1.5 2^23,
     2^(x - n) by a polynomial, n added to the exponent bits."""
-    x = tl.minimum(tl.maximum(x, EXP2_LO), EXP2_HI)
+    x = tl.clamp(x, EXP2_LO, EXP2_HI, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as on the MUFU path
     j = x + ROUNDER  # its low mantissa bits are n = round(x)
     f = x - (j - ROUNDER)
     poly = f * E5 + E4
@@ -59,7 +59,7 @@ def exp2_fma(x):
 def log2_fma(y):
     """log2(y) (float32) of y > 0 (clamped at 2^-126) with no MUFU instruction: exponent and mantissa from
     the bits, the mantissa centred on 1, log2(1 + t) = t P(t)."""
-    bits = tl.maximum(y, LOG2_MIN).to(tl.int32, bitcast=True)
+    bits = tl.maximum(y, LOG2_MIN, propagate_nan=tl.PropagateNan.ALL).to(tl.int32, bitcast=True)
     e = ((bits >> 23) & 0xFF) - 127
     m = ((bits & 0x7FFFFF) | 0x3F800000).to(tl.float32, bitcast=True)
     big = m > SQRT2

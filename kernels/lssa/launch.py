@@ -64,8 +64,9 @@ def autotune_configs(candidates: tuple[Blocks, ...], quarters: tuple[int, ...] |
 
 def autotuned(kernel, candidates: tuple[Blocks, ...], quarters: tuple[int, ...] | None = None):
     """kernel wrapped in triton.autotune over candidates (BLOCK_M, BLOCK_N) and, with ``quarters``, the poly
-    share too, keyed on T, HEAD_DIM, P_INT, REWEIGHT (LSSA and LSSAR tune apart) and POLY when it is given."""
-    key = ["T", "HEAD_DIM", "P_INT", "REWEIGHT"]
+    share too, keyed on T, HEAD_DIM, P_INT, REWEIGHT (LSSA and LSSAR tune apart) and, where the share is the
+    caller's (``quarters`` None), POLY: each share gets its own tiles."""
+    key = ["T", "HEAD_DIM", "P_INT", "REWEIGHT"] + (["POLY"] if quarters is None else [])
     return triton.autotune(configs=autotune_configs(candidates, quarters), key=key)(kernel)
 
 
