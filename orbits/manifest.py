@@ -114,6 +114,25 @@ def manifest_digest(manifest: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
+def read_manifest(directory: Path, manifest_path: Path | None = None):
+    """The parsed ``directory/manifest.json`` (or ``manifest_path``), whatever JSON value it holds; a one-line
+    ValueError naming the file where it is missing, a directory, not UTF-8, not JSON or nested too deeply.
+    :func:`check_manifest` then checks what it holds."""
+    manifest_path = manifest_path or directory / "manifest.json"
+    try:
+        return json.loads(manifest_path.read_bytes())
+    except FileNotFoundError:
+        raise ValueError(f"{directory} is not an orbitlaw dataset (no manifest.json)") from None
+    except IsADirectoryError:
+        raise ValueError(f"{directory}/manifest.json is a directory, not a manifest") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{directory}/manifest.json is corrupted: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:  # its message gives the position, never the text
+        raise ValueError(f"{directory}/manifest.json is corrupted: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{directory}/manifest.json is corrupted: nested too deeply to be a manifest") from None
+
+
 def check_manifest(manifest, path: Path) -> None:
     """One-line ValueError (``PATH/manifest.json is corrupted: ...``) unless ``manifest`` is a dataset's
     manifest: every key a reader needs, with the right types (the schema below); a ``config_hash`` that is

@@ -7,13 +7,12 @@ dataset and matches the manifest (:mod:`orbitlaw.orbits.manifest`) in shape, dty
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from orbitlaw.orbits import generate
-from orbitlaw.orbits.manifest import ARRAY_FIELDS, check_manifest, file_digest
+from orbitlaw.orbits.manifest import ARRAY_FIELDS, check_manifest, file_digest, read_manifest
 from orbitlaw.orbits.systems import SystemBatch
 from orbitlaw.orbits.tokenizer import TokenizerSpec
 from orbitlaw.provenance import inside
@@ -100,19 +99,7 @@ def load_dataset(path: str | Path, verify: bool | str = "on-read") -> dict[str, 
     if verify not in (True, False, "on-read"):
         raise ValueError(f"verify must be True, False or 'on-read', got {verify!r}")
     path = Path(path)
-    manifest_path = inside(path, path / "manifest.json", "dataset")
-    try:
-        manifest = json.loads(manifest_path.read_bytes())
-    except FileNotFoundError:
-        raise ValueError(f"{path} is not an orbitlaw dataset (no manifest.json)") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}/manifest.json is a directory, not a manifest") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}/manifest.json is corrupted: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:  # its message gives the position, never the text
-        raise ValueError(f"{path}/manifest.json is corrupted: {exc}") from None
-    except RecursionError:
-        raise ValueError(f"{path}/manifest.json is corrupted: nested too deeply to be a manifest") from None
+    manifest = read_manifest(path, inside(path, path / "manifest.json", "dataset"))
     check_manifest(manifest, path)
     splits = {name: Split(name, manifest, path, verify=bool(verify)) for name in manifest["split_info"]}
     if verify is True:

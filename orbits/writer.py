@@ -45,6 +45,7 @@ from orbitlaw.orbits.manifest import (
     config_hash,
     dataset_config,
     parse_splits,
+    read_manifest,
 )
 from orbitlaw.orbits.tokenizer import TokenizerSpec
 from orbitlaw.orbits.workers import die_with_parent
@@ -77,10 +78,10 @@ def simulate(preset: str, splits: dict[str, int] | str, seed: int, out: str | Pa
         out = out.resolve()
     if (out / "manifest.json").exists():
         try:
-            existing = json.loads((out / "manifest.json").read_bytes())
+            existing = read_manifest(out)
             if not isinstance(existing, dict):
                 raise ValueError
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, or not an object
+        except ValueError:  # a directory, not UTF-8, not JSON, or not an object
             raise ValueError(f"{out}/manifest.json is corrupted, so {out} cannot be told to be this dataset; remove "
                              "the directory and re-run the same command to write it again") from None
         if existing.get("config_hash") == digest:
