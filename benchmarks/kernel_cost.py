@@ -82,24 +82,7 @@ OFF_DIAGONAL_LOOPS = {"lssa_forward": [0], "lssar_forward": [0, 2], "dkdv": [1],
 def _compile(name: str, dtype: str, constexprs: dict, warps: int, stages: int, arch: int):
     from orbitlaw.kernels.compile_check import _kernels, compile_kernel
 
-    try:
-        return compile_kernel(_kernels()[name], dtype, constexprs, warps, stages, arch, aligned=True)
-    except TypeError:  # a baseline revision's compile_kernel, before ``aligned``: the same marks by hand
-        import triton
-        from triton.backends.compiler import GPUTarget
-
-        from orbitlaw.kernels.compile_check import FLOAT32_POINTER_ARGS, FLOAT_ARGS, POINTER_ARGS
-
-        fn = _kernels()[name]
-        sig, attrs = {}, {}
-        for i, arg in enumerate(fn.arg_names):
-            sig[arg] = ("constexpr" if arg in constexprs else f"*{dtype}" if arg in POINTER_ARGS else "*fp32"
-                        if arg in FLOAT32_POINTER_ARGS else "fp32" if arg in FLOAT_ARGS else "i32")
-            if sig[arg].startswith("*") or (sig[arg] == "i32" and (arg.startswith("stride") or arg == "T")):
-                attrs[(i,)] = [["tt.divisibility", 16]]
-        src = triton.compiler.ASTSource(fn=fn, signature=sig, constexprs=dict(constexprs), attrs=attrs)
-        return triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                              options={"num_warps": warps, "num_stages": stages})
+    return compile_kernel(_kernels()[name], dtype, constexprs, warps, stages, arch, aligned=True)
 
 
 def _tool(name: str) -> str | None:
@@ -292,6 +275,8 @@ def baseline_counts(rev: str, arch: int) -> dict:
         (pkg / "__init__.py").write_text("")
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "kernels"], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(pkg)], input=archive.stdout, check=True)
+        # today's compiler driver (it only builds signatures and calls triton.compile) on that revision's kernels
+        shutil.copy(ROOT / "kernels" / "compile_check.py", pkg / "kernels" / "compile_check.py")
         env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "PYTHONPATH": tmp}
         code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import kernel_cost as kc; "
                 f"print(json.dumps(kc.count({arch}, None)))")

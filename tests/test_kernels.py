@@ -297,11 +297,14 @@ def test_import_without_triton_falls_back_to_torch():
 # Triton kernels against the references
 # ----------------------------------------------------------------------------------------------------------
 def triton_blocks(name: str):
-    """Tile settings under test: 16 x 16 everywhere, or unequal tiles (the diagonal split differs)."""
+    """Tile settings under test: 16 x 16 everywhere, the autotuning candidates' shapes, or unequal tiles (the
+    diagonal split differs)."""
     from orbitlaw.kernels.lssa.launch import Blocks, KernelBlocks
 
     if name == "square":
         return KernelBlocks(Blocks(16, 16), Blocks(16, 16), Blocks(16, 16))
+    if name == "candidates":  # shapes of the CUDA autotuning candidates (kernels.lssa.launch)
+        return KernelBlocks(forward=Blocks(64, 32), dkdv=Blocks(32, 64), dq=Blocks(64, 32))
     return KernelBlocks(forward=Blocks(32, 16), dkdv=Blocks(16, 32), dq=Blocks(32, 16))
 
 
@@ -353,24 +356,9 @@ def test_triton_poly_share_at_the_tuned_tile_shapes(poly_share):
     """The poly shares at tile shapes of the autotuning candidates (kernels.lssa.launch), not only 16 x 16:
     the split of a tile between the two paths depends on its width. (That share 0 is the kernels as before is
     checked on their compiled code: benchmarks/kernel_cost.py --baseline.)"""
-    from orbitlaw.kernels.lssa.launch import Blocks, KernelBlocks
-
     q, k, v = qkv(1, 1, 70, 32, seed=11)
-    blocks = KernelBlocks(forward=Blocks(64, 32), dkdv=Blocks(32, 64), dq=Blocks(64, 32))
     for kind, p in (("lssa", 1.0), ("lssar", 15.0)):
-        from orbitlaw.kernels.lssa.fused import lssa_triton, lssar_triton
-
-        qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
-        out = (lssa_triton(qf, kf, vf, blocks, poly_share=poly_share) if kind == "lssa"
-               else lssar_triton(qf, kf, vf, p, blocks, poly_share=poly_share))
-        ref = lssa_reference(q, k, v) if kind == "lssa" else lssar_reference(q, k, v, p)
-        assert rel_err(out, ref) <= REL_TOL
-        dout = randn(*q.shape, seed=12, dtype=torch.float32)
-        grads = torch.autograd.grad(out, (qf, kf, vf), dout)
-        q64, k64, v64 = (x.detach().to(F64).requires_grad_() for x in (q, k, v))
-        ref = lssa_reference(q64, k64, v64) if kind == "lssa" else lssar_reference(q64, k64, v64, p)
-        for g, r in zip(grads, torch.autograd.grad(ref, (q64, k64, v64), dout.to(F64)), strict=True):
-            assert rel_err(g, r) <= REL_TOL
+        check_triton(kind, p, q, k, v, blocks="candidates", seed=11, poly_share=poly_share)
 
 
 @needs_triton
