@@ -1,7 +1,8 @@
 """Test-wide settings.
 
 Triton kernels run on the CPU under the interpreter (numpy emulation) unless a CUDA run is asked for
-with ORBITLAW_TEST_CUDA=1. The variable must be set before triton is first imported.
+with ORBITLAW_TEST_CUDA=1. The variable must be set before triton is first imported. The suite runs on every core
+(pytest-xdist, ``-n auto``), a test file per worker; ``-n 0`` runs it in one process.
 """
 
 import contextlib
@@ -17,6 +18,12 @@ TINY_ORBITS = {"seq_len": 65, "steps": 32, "mass_uniform": [1e-3, 1.1e-3], "a_ra
 
 if os.environ.get("ORBITLAW_TEST_CUDA") != "1":
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# Under pytest-xdist (pyproject's addopts: one worker per core) the workers share the cores: each gets its share of
+# threads (torch and numpy read this at import, and the commands the tests start inherit it), not all of them.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 
 @pytest.fixture
