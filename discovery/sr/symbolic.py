@@ -46,6 +46,7 @@ from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import REFERENCE_OPERATORS, SearchSettings, check_available, placeholders
 from orbitlaw.discovery.sr.cross_seed import cross_seed_verdict
+from orbitlaw.discovery.sr.rule import PRECISION
 from orbitlaw.discovery.sr.seed_fit import PROTOCOLS, fit_seed_task
 from orbitlaw.discovery.sr.table import GROUP_COLUMN, MIN_POINTS, load_table
 from orbitlaw.orbits.workers import drop_shared_pool, shared_pool
@@ -73,7 +74,9 @@ class DiscoverConfig:
     tolerance: the precision of the verdict (``"se"`` selection only; :func:`law.choose`): each seed reports
     the simplest front member whose held-out predictions depart from the law it chose by at most this
     (:func:`law.departure` in the error metric: RMS of the log ratio for ``"log"``, of the difference over
-    the mean for ``"relative"``; 0.01 is 1%). 0 (the default): an exact test.
+    the mean for ``"relative"``; 0.01 is 1%); 0: an exact test. None (the default): the study's precision
+    (:data:`~orbitlaw.discovery.sr.rule.PRECISION`, 2%) under ``"se"`` selection, else 0
+    (:attr:`rule_tolerance`).
     quantity: what the target is, which decides Newton's form (:data:`orbitlaw.discovery.sr.verdict.QUANTITIES`):
     ``"force"`` on the planet (``C * m1 * m2 / r**2``) or the planet's ``"acceleration"`` (``C * m2 / r**2``).
     units: {column: unit} for every feature and the target (``{"r": "AU", "F": "AU^4 yr^-4", ...}``): search the
@@ -93,7 +96,7 @@ class DiscoverConfig:
     selection: str | None = None
     metric: str = "auto"
     protocol: str = "orbitlaw"
-    tolerance: float = laws.TOLERANCE
+    tolerance: float | None = None
     quantity: str = "force"
     units: dict[str, str] | None = None
 
@@ -109,7 +112,8 @@ class DiscoverConfig:
         at_least(self, 0, "first_seed")
         if self.selection is not None and self.selection not in laws.SELECTIONS:
             raise ValueError(f"unknown model selection {self.selection!r}: use {', '.join(laws.SELECTIONS)}")
-        if not (isinstance(self.tolerance, (int, float)) and 0 <= self.tolerance < 1):
+        if self.tolerance is not None and not (isinstance(self.tolerance, (int, float))
+                                               and not isinstance(self.tolerance, bool) and 0 <= self.tolerance < 1):
             raise FieldError("tolerance", f"must be a fraction in [0, 1), got {self.tolerance!r}")
         if self.tolerance and self.rule_selection != "se":
             raise ValueError(f"a tolerance applies to the 'se' selection only, not {self.rule_selection!r}")
@@ -142,6 +146,13 @@ class DiscoverConfig:
         if self.selection is not None:
             return self.selection
         return "score" if self.protocol == "reference" else "se"
+
+    @property
+    def rule_tolerance(self) -> float:
+        """``tolerance``, or when not given the study's precision under ``"se"`` selection (0 under the others)."""
+        if self.tolerance is not None:
+            return float(self.tolerance)
+        return PRECISION if self.rule_selection == "se" else 0.0
 
     @property
     def search_settings(self) -> SearchSettings:
@@ -198,7 +209,8 @@ def discover_law(table, config: DiscoverConfig | str, *, progress: bool = False,
     config.validate()
     target, features, backend, seeds = config.target, config.features, config.backend, config.seeds
     points, restarts, first_seed, protocol = config.points, config.restarts, config.first_seed, config.protocol
-    selection, tolerance, quantity, workers = config.rule_selection, config.tolerance, config.quantity, config.workers
+    selection, tolerance = config.rule_selection, config.rule_tolerance
+    quantity, workers = config.quantity, config.workers
     settings = config.search_settings
     seed_ids = range(first_seed, first_seed + seeds)
     X, y, data_info = load_table(table, target, features, config.subset)

@@ -34,11 +34,12 @@ def add_parser(sub) -> None:
                    help="error for refitting and selection: log (mean |ln y - ln f|, every row alike; needs a "
                    "positive target), relative (mean|y - f| / mean|y|), auto (default: log when the target is "
                    "positive)")
-    p.add_argument("--tolerance", type=float, default=0.0, metavar="FRACTION",
+    p.add_argument("--tolerance", type=float, default=None, metavar="FRACTION",
                    help="the verdict's precision (with --selection se): each seed reports the simplest law on its "
                    "front whose held-out predictions depart from the one it chose by at most this (RMS of ln "
-                   "f1/f2 for --metric log, of (f1 - f2)/mean|f2| for relative; 0.01 = 1%%), so a law within 1%% "
-                   "of Newton's form on the front is reported as Newton's; 0 (default): an exact test")
+                   "f1/f2 for --metric log, of (f1 - f2)/mean|f2| for relative; 0.02 = 2%%), so a law within 2%% "
+                   "of Newton's form on the front is reported as Newton's; 0: an exact test (default: the "
+                   "study's precision, 0.02, under se selection; 0 under best and score)")
     p.add_argument("--quantity", default="force", choices=["force", "acceleration"],
                    help="what the target is, which decides Newton's form: force (default; on the planet, "
                    "C*m1*m2/r**2) or acceleration (the planet's, AU/yr^2: C*m2/r**2, no planet mass)")

@@ -39,6 +39,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from orbitlaw.discovery.sr.rule import PRECISION
+
 
 @dataclass(frozen=True)
 class StudyPreset:
@@ -244,7 +246,7 @@ STUDY_PRESETS: dict[str, StudyPreset] = {p.name: p for p in (
 
 PROTOCOLS = ("orbitlaw", "reference")
 
-VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": 0.02},
+VERDICT_RULE = {"orbitlaw": {"selection": "se", "tolerance": PRECISION},
                 "reference": {"selection": "score", "tolerance": 0.0}}
 """The one rule by which every verdict of a study is decided (the models', the k-NN oracle's, the LLM answers',
 the controls'), per protocol; :func:`study_config` writes it into every ``discover`` block and into
