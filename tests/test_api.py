@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import sympy
+from conftest import TINY_MODEL, TINY_ORBITS, run_cli
 
 import orbitlaw
-from conftest import TINY_MODEL, TINY_ORBITS, run_cli
 
 G = 4 * np.pi**2
 FAST = {"seeds": 1, "points": 300, "restarts": 1, "budget": 2000}  # one search seed at the fewest evaluations
@@ -131,7 +131,8 @@ def test_simulate_train_and_probe_give_what_their_commands_give(tmp_path):
                 "eval_every": 2, "batch_size": 4, "seed": 0}
     config = tmp_path / "train.json"
     config.write_text(json.dumps(settings))
-    assert run_cli("train", "--data", data, "--config", config, "--out", tmp_path / "cli-run", "--quiet").returncode == 0
+    done = run_cli("train", "--data", data, "--config", config, "--out", tmp_path / "cli-run", "--quiet")
+    assert done.returncode == 0, done.stderr
     summary = orbitlaw.train(data, tmp_path / "api-run", progress=False, **settings)
     assert summary["step"] == 2 and _tree(tmp_path / "api-run") == _tree(tmp_path / "cli-run")
     model, run_config = orbitlaw.load_model(tmp_path / "api-run")
