@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orbitlaw.discovery.sr.regressor import Law
+from orbitlaw.discovery.sr.regressor import Law, search_settings
 
 
 def simulate(preset: str, splits: dict[str, int] | str, out: str | Path, *, seed: int = 0, workers: int = 1,
@@ -72,14 +72,12 @@ def discover(table, target: str, *, out: str | Path | None = None, progress: boo
     verdict (``orbitlaw discover``); ``fields`` are :class:`~orbitlaw.discovery.sr.symbolic.DiscoverConfig`'s
     (``features``, ``seeds``, ``quantity``, ...), and ``budget`` and ``maxsize`` each search's, as the command's
     flags. With ``out`` (a LAW.json path), written there and resumed from there after a kill, as the command does."""
-    from orbitlaw.discovery.sr.backends import SearchSettings
     from orbitlaw.discovery.sr.symbolic import discover_law, discover_to_file
 
-    given = {k: v for k, v in (("budget", budget), ("maxsize", maxsize)) if v is not None}
-    if given:
+    if budget is not None or maxsize is not None:
         if "settings" in fields:
             raise TypeError("give budget and maxsize, or settings, not both")
-        fields["settings"] = SearchSettings(**given)
+        fields["settings"] = search_settings(budget, maxsize)
     if out is None:
         return Law(discover_law(table, target, progress=progress, **fields))
     return Law(discover_to_file(out, table, target, progress=progress, **fields))

@@ -70,13 +70,10 @@ class Law:
         """Whether the verdict is ``newtonian``."""
         return bool(self.record["newtonian"])
 
-    def _symbols(self) -> dict[str, sympy.Symbol]:
-        return {f: sympy.Symbol(f) for f in self.features}
-
-    def sympy(self, expression: str | None = None) -> sympy.Expr:
-        """The law (or ``expression``, over the same features) as a sympy expression; read without evaluating
-        text (:mod:`orbitlaw.discovery.sr.expression_text`)."""
-        return expression_text.parse(self.expression if expression is None else expression, self._symbols())
+    def sympy(self) -> sympy.Expr:
+        """The law as a sympy expression over the feature names; read without evaluating text
+        (:mod:`orbitlaw.discovery.sr.expression_text`)."""
+        return expression_text.parse(self.expression, {f: sympy.Symbol(f) for f in self.features})
 
     def latex(self) -> str:
         """The law in LaTeX."""
@@ -85,7 +82,8 @@ class Law:
     def predict(self, X) -> np.ndarray:
         """The law's values on ``X``: a DataFrame or mapping with the feature columns, or an array (n, d) whose
         columns are the features in :attr:`features`' order. Shape (n,), the target's units."""
-        return _evaluate(self.sympy(), self.features, X)
+        values, _ = _columns(X, self.features, "predict")
+        return np.array(laws.evaluate(self.sympy(), [sympy.Symbol(f) for f in self.features], values))
 
     @property
     def pareto(self):
@@ -124,11 +122,9 @@ def _columns(X, features: list[str] | None, what: str) -> tuple[np.ndarray, list
     return array, names
 
 
-def _evaluate(expr: sympy.Expr, features: list[str], X) -> np.ndarray:
-    values, names = _columns(X, features, "predict")
-    if names != features:
-        raise ValueError(f"predict: the law reads {', '.join(features)}, not {', '.join(names)}")
-    return np.array(laws.evaluate(expr, [sympy.Symbol(f) for f in features], values))
+def search_settings(budget: int | None = None, maxsize: int | None = None) -> SearchSettings:
+    """Each search's settings from ``discover``'s ``--budget`` and ``--maxsize`` (None: the default)."""
+    return SearchSettings(**{k: v for k, v in (("budget", budget), ("maxsize", maxsize)) if v is not None})
 
 
 class LawRegressor(RegressorMixin, BaseEstimator):
@@ -156,10 +152,10 @@ class LawRegressor(RegressorMixin, BaseEstimator):
 
     def config(self, target: str, features: list[str]) -> DiscoverConfig:
         """The :class:`DiscoverConfig` these parameters ask for, on ``features`` against ``target``."""
-        settings = SearchSettings(maxsize=self.maxsize, **({} if self.budget is None else {"budget": self.budget}))
         return DiscoverConfig(target=target, features=features, backend=self.backend, seeds=self.seeds,
                               first_seed=self.first_seed, points=self.points, restarts=self.restarts,
-                              settings=settings, workers=self.workers, selection=self.selection, metric=self.metric,
+                              settings=search_settings(self.budget, self.maxsize), workers=self.workers,
+                              selection=self.selection, metric=self.metric,
                               protocol=self.protocol, tolerance=self.tolerance, quantity=self.quantity,
                               units=self.units)
 
@@ -192,10 +188,7 @@ class LawRegressor(RegressorMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """The law's values on ``X`` (the columns it was fitted on, by name or in order): shape (n,)."""
-        law = self._law()
-        if not (hasattr(X, "keys") and not isinstance(X, np.ndarray)):
-            X = dict(zip(law.features, _columns(X, law.features, "predict")[0].T, strict=True))
-        return law.predict(X)
+        return self._law().predict(X)
 
     def sympy(self) -> sympy.Expr:
         """The law as a sympy expression over the feature names."""

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from orbitlaw.commands._shared import command, default_workers, names
+from orbitlaw.discovery.sr.rule import PRECISION
 
 
 def add_parser(sub) -> None:
@@ -37,9 +38,10 @@ def add_parser(sub) -> None:
     p.add_argument("--tolerance", type=float, default=None, metavar="FRACTION",
                    help="the verdict's precision (with --selection se): each seed reports the simplest law on its "
                    "front whose held-out predictions depart from the one it chose by at most this (RMS of ln "
-                   "f1/f2 for --metric log, of (f1 - f2)/mean|f2| for relative; 0.02 = 2%%), so a law within 2%% "
-                   "of Newton's form on the front is reported as Newton's; 0: an exact test (default: the "
-                   "study's precision, 0.02, under se selection; 0 under best and score)")
+                   f"f1/f2 for --metric log, of (f1 - f2)/mean|f2| for relative; {PRECISION:g} = {PRECISION:.0%}%), so "
+                   f"a law within {PRECISION:.0%}% of Newton's form on the front is reported as Newton's; 0: an "
+                   f"exact test (default: the study's precision, {PRECISION:g}, under se selection; 0 under best "
+                   "and score)")
     p.add_argument("--quantity", default="force", choices=["force", "acceleration"],
                    help="what the target is, which decides Newton's form: force (default; on the planet, "
                    "C*m1*m2/r**2) or acceleration (the planet's, AU/yr^2: C*m2/r**2, no planet mass)")
