@@ -117,6 +117,27 @@ def latest(run: Path) -> Path | None:
     return path
 
 
+def weights_dir(run: Path) -> Path | None:
+    """Where a model's weights are: the newest checkpoint of a run directory, or a pretrained folder itself
+    (``model.safetensors`` beside its ``checksums.json``, :mod:`orbitlaw.models.hub`); None if neither."""
+    run = Path(run)
+    ckpt = latest(run)
+    if ckpt is None and (run / "model.safetensors").exists():
+        return run
+    return ckpt
+
+
+def weights_id(run: Path) -> str:
+    """Which weights a model directory holds, for a record of what was computed on them: the newest checkpoint's
+    name in a run (a run trained further is another model), the weights' sha256 in a pretrained folder."""
+    where = weights_dir(run)
+    if where is None:
+        raise ValueError(f"{run} has no checkpoint")
+    if where.name.startswith("ckpt-"):
+        return where.name
+    return "sha256:" + json.loads((where / CHECKSUMS).read_text())["sha256"]["model.safetensors"]
+
+
 def _sha256(path: Path) -> str:
     """Hex sha256 of a file, read in 8 MiB pieces (about 1 GB/s)."""
     digest = hashlib.sha256()

@@ -29,7 +29,8 @@ from orbitlaw.validate import FieldError
 
 def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
     """The trained model of a run directory (latest checkpoint, its weights checked against their checksum)
-    and its config.json; one-line ValueError for a file of the run that is damaged or a link out of it."""
+    or of a pretrained folder (:mod:`orbitlaw.models.hub`), and its config.json; one-line ValueError for a file
+    that is damaged or a link out of the directory."""
     run = Path(run)
     if not (run / "config.json").exists():
         raise ValueError(f"{run} is not a training run (no config.json)")
@@ -40,7 +41,7 @@ def load_run(run: str | Path, device="cpu") -> tuple[GPT, dict]:
         config = None
     if not isinstance(config, dict):
         raise ValueError(f"{run}/config.json is corrupted: it is not a JSON object")
-    ckpt = checkpoint.latest(run)
+    ckpt = checkpoint.weights_dir(run)
     if ckpt is None:
         raise ValueError(f"{run} has no checkpoint")
     try:

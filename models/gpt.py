@@ -251,6 +251,28 @@ class GPT(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    @classmethod
+    def from_pretrained(cls, path_or_repo, **hub_options) -> GPT:
+        """The model of a run directory, a pretrained folder or a Hugging Face Hub repo id, its weights checked
+        against their checksum, in eval mode (:func:`orbitlaw.models.hub.from_pretrained`)."""
+        from orbitlaw.models import hub
+
+        return hub.from_pretrained(path_or_repo, **hub_options)[0]
+
+    def save_pretrained(self, directory, run=None):
+        """Write this model as a pretrained folder (weights, checksums, config, model card), with the record of
+        the run directory ``run`` if given (:func:`orbitlaw.models.hub.save_pretrained`)."""
+        from orbitlaw.models import hub
+
+        return hub.save_pretrained(self, directory, run)
+
+    def push_to_hub(self, repo_id: str, run=None, **hub_options) -> str:
+        """Upload this model's pretrained folder to the Hub repo ``repo_id``; returns the commit's URL
+        (:func:`orbitlaw.models.hub.push_to_hub`)."""
+        from orbitlaw.models import hub
+
+        return hub.push_to_hub(self, repo_id, run, **hub_options)
+
     def hidden_states(self, tokens: torch.Tensor, at: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Residual stream after the embedding and after each block: n_layer + 1 tensors (B, T, d), or
         (B, P, d) at just the P positions ``at`` (sorted, unique int64): a model with a model window then reads

@@ -322,7 +322,7 @@ def inductive_bias(cfg: InductiveBiasConfig, progress: bool = True) -> dict:
         raise FieldError(message=f"`sequences` {cfg.sequences} is more than the split's {len(split)} sequences")
     from orbitlaw.models import checkpoint
 
-    settings["checkpoint"] = checkpoint.latest(Path(cfg.run)).name  # a run trained further is another model
+    settings["checkpoint"] = checkpoint.weights_id(Path(cfg.run))  # a run trained further is another model
     settings["code_version"] = code_version()
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
