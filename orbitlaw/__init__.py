@@ -17,6 +17,7 @@ import no torch::
     orbitlaw.probe(out, run=..., data=...)     orbitlaw.discover(table, target, **DiscoverConfig fields) -> Law
     orbitlaw.load_dataset(path)                orbitlaw.load_model(run)
     orbitlaw.LawRegressor(...).fit(X, y)       orbitlaw.Law.read("LAW.json")
+    orbitlaw.import_trajectories(sims, out)    orbitlaw.export_parquet(data, out) / import_parquet(folder, out)
 """
 
 from pathlib import Path as _Path
@@ -31,6 +32,8 @@ __version__ = "0.1.0"
 
 _API = {"simulate": "orbitlaw.api", "train": "orbitlaw.api", "probe": "orbitlaw.api", "discover": "orbitlaw.api",
         "load_dataset": "orbitlaw.api", "load_model": "orbitlaw.api",
+        "import_trajectories": "orbitlaw.orbits.importer", "export_parquet": "orbitlaw.orbits.parquet",
+        "import_parquet": "orbitlaw.orbits.parquet",
         "Law": "orbitlaw.discovery.sr.regressor", "LawRegressor": "orbitlaw.discovery.sr.regressor"}
 __all__ = ["__version__", *_API]
 

@@ -30,7 +30,7 @@ STATE_FIELDS = ("times", "positions", "velocities", "forces")
 def fields(preset: str, params: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Field name -> (dtype, per-sequence shape) of every array stored for ``preset``: the tokens, the
     initial conditions (:class:`orbitlaw.orbits.systems.SystemBatch`) and, if stored, the states."""
-    record = presets.RECORDS[preset]
+    record = presets.record(preset)
     P = record.planet_slots(params)
     systems = {name: (str(values.dtype), values.shape[1:]) for name, values in empty_batch(0, P).arrays().items()}
     out = {"tokens": ("uint16", (int(params["seq_len"]), 2)), **systems}
@@ -74,7 +74,7 @@ def build_block(preset: str, params: dict, spec: TokenizerSpec, seed: int, split
     """Arrays for sequences ``block * SHARD_SIZE`` .. ``+ count`` of ``split``, and the number of
     coordinates that fell outside the tokeniser range."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, split_key(split), block])))
-    record = presets.RECORDS[preset]
+    record = presets.record(preset)
     # Always draw a whole block and keep the first `count`, so that a sequence never depends on how
     # many sequences the split has.
     batch = record.sample(rng, SHARD_SIZE, params, first_index=block * SHARD_SIZE)

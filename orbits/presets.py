@@ -427,6 +427,26 @@ RECORDS: dict[str, PresetRecord] = {
 DATASET_PRESETS = tuple(RECORDS)
 """The dataset presets' names (``orbitlaw simulate --preset``), in the order of ``RECORDS``."""
 
+IMPORTED = "imported"
+"""The preset name of a dataset written by ``orbitlaw import`` (:mod:`orbitlaw.orbits.importer`) from trajectories
+made elsewhere: not a simulate choice, since nothing here can draw its systems again."""
+
+
+def _not_simulated(rng, n, p, first_index=0):
+    files = ", ".join(f["name"] for f in p["source"]["files"]) or "Python objects"
+    raise ValueError(f"an imported dataset is not simulated: it was written by orbitlaw import from "
+                     f"{p['source']['kind']} ({files}); import it again")
+
+
+IMPORTED_RECORD = PresetRecord({"seq_len": 2, "steps": 1, "planets": [1, 1]}, _not_simulated, lambda p: None,
+                               stores_states=True)
+"""The record of :data:`IMPORTED` datasets: they store their states; their parameters are what the import found."""
+
+
+def record(preset: str) -> PresetRecord:
+    """The record of a dataset's ``preset``: one of ``RECORDS``, or :data:`IMPORTED`'s."""
+    return IMPORTED_RECORD if preset == IMPORTED else RECORDS[preset]
+
 
 def preset_params(preset: str, overrides: dict | None = None) -> dict:
     """The preset's generator parameters with ``overrides`` applied and validated."""

@@ -83,6 +83,9 @@ def require_forces(split, data) -> None:
     if split.forces is None or split.positions is None or split.velocities is None:
         raise ValueError(f"dataset {data} (preset {split.manifest['preset']}) stores no forces; probe a "
                          "two-body, solar-system or nbody dataset")
+    if not np.isfinite(np.asarray(split.masses)[:, -1]).any():  # an import without masses: forces all NaN
+        raise ValueError(f"dataset {data} has no force labels: its systems' masses are unknown (imported without a "
+                         "mass column); import them with masses to probe forces")
 
 
 def open_split(data, split: str):

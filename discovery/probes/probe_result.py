@@ -136,7 +136,7 @@ def write_result(out: Path, split, rows: dict, pred: np.ndarray, target: str, ki
                           "config_hash": split.manifest["config_hash"], "split": settings["split"]},
               "code_version": code_version(),
               "dependency_versions": dependency_versions(), **(extra or {})}
-    if target == "force-vector" and orbits.presets.RECORDS[split.manifest["preset"]].real_system:  # named planets
+    if target == "force-vector" and orbits.presets.record(split.manifest["preset"]).real_system:  # named planets
         from orbitlaw.discovery.probes.forces_plot import plot_force_arrows
 
         params = split.manifest["params"]
