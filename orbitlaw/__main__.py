@@ -1,3 +1,4 @@
 from orbitlaw.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing the module (a docs tool walking the package) runs nothing
+    raise SystemExit(main())
