@@ -37,11 +37,13 @@ def plot_force_arrows(cols: dict, out: Path, title: str = "", names: dict[int, s
         pick = np.unique(np.linspace(0, len(x) - 1, min(max_arrows, len(x))).astype(int))
         for ax, f in zip(axes, (ftrue, fpred), strict=True):
             label = (names or {}).get(int(s), f"sequence {s}")
+            label += f": 1 AU of arrow = {1 / scale:.3g} M$_\\odot$ AU/yr$^2$"  # the orbit's scale key
             ax.plot(x, y, "-", lw=0.6, color=colours(k % 10), alpha=0.5, label=label)
             ax.quiver(x[pick], y[pick], f[pick, 0] * scale, f[pick, 1] * scale, angles="xy", scale_units="xy",
                       scale=1, color=colours(k % 10), width=0.003)
     for ax, name in zip(axes, ("true force", "predicted force"), strict=True):
-        ax.set_title(f"{name}" + (f" ({title})" if title else ""))
+        ax.set_title(f"{name}" + (f" ({title})" if title else "") + "; arrows scaled per orbit, alike in both panels",
+                     fontsize=9)
         ax.set_xlabel("x (AU)")
         ax.set_aspect("equal")
     axes[0].set_ylabel("y (AU)")

@@ -144,24 +144,26 @@ def plot_attention(models: dict[str, GPT], tokens: np.ndarray, maps_out: Path, e
     axes = np.atleast_1d(fig_maps.subplots(nrows, ncols)).ravel()
     fig_ent = Figure(figsize=(6, 4), layout="constrained")
     ax_ent = fig_ent.subplots()
-    longest = 0
-    for ax, (name, model) in zip(axes, models.items(), strict=False):
+    maps, longest = {}, 0
+    for name, model in models.items():
         weights = _weights(model, tokens)
-        shown = weights[layer][0].mean(0)[:MAP_TOKENS, :MAP_TOKENS].double().numpy()  # (T', T')
-        positive = shown[shown > 0]
-        vmax = positive.max() if positive.size else 1.0
-        vmin = max(positive.min() if positive.size else vmax * 1e-6, vmax * 1e-6)
-        image = ax.imshow(np.ma.masked_less_equal(shown, 0), norm=LogNorm(vmin=vmin, vmax=vmax),
-                          cmap="viridis", interpolation="nearest")
-        fig_maps.colorbar(image, ax=ax)
-        n_layer = len(weights)
-        ax.set_title(f"{name} (layer {layer % n_layer + 1}/{n_layer}, mean of heads)", fontsize=9)
-        ax.set_xlabel("key position")
-        ax.set_ylabel("query position")
+        maps[name] = (weights[layer][0].mean(0)[:MAP_TOKENS, :MAP_TOKENS].double().numpy(), len(weights))  # (T', T')
         entropy = torch.stack([attention_entropy(w) for w in weights])  # (layers, B, H, T)
         curve = entropy.flatten(0, 2).double().nanmean(0).numpy()  # (T,)
         ax_ent.plot(np.arange(len(curve)), curve, color=colours[name], label=name)
         longest = max(longest, len(curve))
+    # one colour scale for every panel, so that a colour is the same weight in each: the largest weight shown, down
+    # to the smallest positive one, at most six decades below it
+    positive = np.concatenate([shown[shown > 0] for shown, _ in maps.values()])
+    vmax = positive.max() if positive.size else 1.0
+    norm = LogNorm(vmin=max(positive.min() if positive.size else vmax * 1e-6, vmax * 1e-6), vmax=vmax)
+    image = None
+    for ax, (name, (shown, n_layer)) in zip(axes, maps.items(), strict=False):
+        image = ax.imshow(np.ma.masked_less_equal(shown, 0), norm=norm, cmap="viridis", interpolation="nearest")
+        ax.set_title(f"{name} (layer {layer % n_layer + 1}/{n_layer}, mean of heads)", fontsize=9)
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+    fig_maps.colorbar(image, ax=axes[:len(models)].tolist(), label="attention weight (log scale; white: masked)")
     for ax in axes[len(models):]:
         ax.set_axis_off()
     t = np.arange(longest)
