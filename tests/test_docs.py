@@ -323,6 +323,7 @@ README_, RESULTS_MD, CONTROLS_MD, PATH_MD = "README.md", "docs/results.md", "doc
 PATH = "path_chain_seed10.json"
 PATH_RUNGS = ("positions", "bins-in", "no-noise", "bins-out", "budget", "whole", "tokens")
 BENCH_MD, EXPER_MD, RUN_MD = "docs/benchmarks.md", "docs/experiments.md", "docs/commands/run.md"
+HISTORY_MD = "docs/history.md"
 SEED5, SEED10, WRONG_LAW = "controls_seed5.json", "controls_seed10.json", "control_wrong_law.json"
 SEED10_FIRST = "archive/controls_seed10_consistency_rule.json"  # the first run at --seed 10, the consistency rule
 UNTRAINED_6K, W1_6K = ("control_variant_probe-6k-every-window_W3-untrained.json",
@@ -474,7 +475,7 @@ NUMBERS = [
                                                               srbench_target(d),
                                                               d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"]),
      "{0} of PhySO's 97 against its {1}: the target **{2}** on held-out seeds; Kepler's third law {3}"),
-    (BENCH_MD, "srbench_units_replication.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
+    (HISTORY_MD, "srbench_units_replication.json", lambda d: (srbench(d, "0.01", "solved_expected_on_physo_equations"),
                                                             srbench(d, "0.01", "physo_solved_expected")),
      "**{0}** of 97 solved (expected over seeds 2 and 3) against PhySO's **{1}**"),
     (RESULTS_MD, "srbench_units_replication2.json", srbench_heldout_row, HELDOUT_ROW),
@@ -490,7 +491,7 @@ NUMBERS = [
         d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"], srbench(d, "0.01", "cpu_seconds_per_fit_mean")),
      "{0}, {1}, {2} and {3} of PhySO's 97 on seeds 2-3, 4-5, 6-7 and 8-9 against its {4}; {5} over the eight seeds; "
      "Kepler's third law {6}; {7:.2f} s CPU"),
-    (BENCH_MD, "srbench_units_heldout.json", lambda d: (
+    (HISTORY_MD, "srbench_units_heldout.json", lambda d: (
         *srbench_pairs(d), srbench_solved_2dp(d),
         srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
      "| orbitlaw `--units` | {0} | {1} | {2} | {3} | {4} |\n\nAgainst PhySO's 65.8: three of four pairs at or above "
@@ -502,21 +503,21 @@ NUMBERS = [
         d["summary"]["0.01"]["orbital_laws"]["kepler_third_law"]),
      "{0}, {1} and {2} of PhySO's 97 on seeds 2-3, 4-5 and 6-7 against its {3}; {4} over the six seeds; Kepler's "
      "third law {5}"),
-    (BENCH_MD, "srbench_units_replication4.json", lambda d: (
+    (HISTORY_MD, "srbench_units_replication4.json", lambda d: (
         srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
         srbench_target(d),
         srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
      "**{0}** of 97 solved (expected over seeds 8 and 9)\nagainst PhySO's **{1}**: **the target is {2}**, by 1.2 "
      "equations, on seeds no design step saw. The CPU part holds:\n{3:.2f} s per fit (mean; max {4:.2f} s)"),
-    (BENCH_MD, "srbench_units_heldout_seeds2to7.json", srbench_pairs,
+    (HISTORY_MD, "srbench_units_heldout_seeds2to7.json", srbench_pairs,
      "| orbitlaw `--units` | {0} (63.5) | {1} (64.0) | {2} (64.5) | 67.0 |"),
     (RESULTS_MD, "srbench_units_replication3.json", srbench_heldout_row, HELDOUT_ROW),
-    (BENCH_MD, "srbench_units_replication3.json", lambda d: (
+    (HISTORY_MD, "srbench_units_replication3.json", lambda d: (
         srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
         srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
      "**{0}** of 97 solved (expected over seeds 6 and 7)\nagainst PhySO's **{1}**: **the target is missed**, by 1.3 "
      "equations. The CPU part holds: {2:.2f} s per fit (mean; max\n{3:.2f} s)"),
-    (BENCH_MD, "srbench_units_replication2.json", lambda d: (
+    (HISTORY_MD, "srbench_units_replication2.json", lambda d: (
         srbench(d, "0.01", "solved_expected_on_physo_equations"), srbench(d, "0.01", "physo_solved_expected"),
         srbench(d, "0.01", "cpu_seconds_per_fit_mean"), srbench(d, "0.01", "cpu_seconds_per_fit_max")),
      "**{0}** of 97 solved (expected over seeds 4 and 5) against\nPhySO's **{1}**: **the target is missed**, by 1.8 "

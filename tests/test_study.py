@@ -45,6 +45,10 @@ def test_smoke_study_writes_results_and_report(study):
     assert {"expression", "newtonian"} <= set(results["oracle"]["law"])
     assert results["code_version"] and results["seeds"]["train"] == 0 and results["config"]["preset"] == "smoke"
     assert {"train:lssar", "law:lstm", "controls:train:tokens"} <= set(Study(out, False).timings())  # the profile
+    # the progress plan (k of N) names exactly the stages the study ran, once each
+    plan = json.loads((out / "stages" / Study.PLAN).read_text())["stages"]
+    ran = {m.stem.replace("__", ":") for m in (out / "stages").glob("*.json")} - {"plan"}
+    assert len(plan) == len(set(plan)) and set(plan) == ran
     report = (out / "report.md").read_text()
     assert "| attention | val loss | loss @8x | loss @16x |" in report and "| lssar |" in report
     assert "\\|F\\| ±2% se" in report and "\\|a\\| ±2% se" in report  # each verdict cell states its rule
@@ -79,6 +83,19 @@ def test_rerun_is_served_from_the_stage_cache(study, capsys):
     after = json.loads((out / "results.json").read_text())
     assert after["models"] == before["models"] and after["oracle"] == before["oracle"]
     assert after["controls"] == before["controls"]
+
+
+def test_each_stage_announces_itself_as_k_of_n_with_the_time_spent_and_left(tmp_path, capsys):
+    s = Study(tmp_path / "s", progress=False)
+    s.plan(["first", "second", "third"])
+    for name in ("first", "second"):
+        s.stage(name, {}, [], lambda: {})
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("orbitlaw run:")]
+    assert lines[0] == "orbitlaw run: [1/3] first (0:00 in)"
+    assert lines[1] == "orbitlaw run: [2/3] second (0:00 in, about 0:00 left)"
+    s.plan(["third", "fourth"])  # a stage known only later (the path's replication) adds to N
+    s.stage("fourth", {}, [], lambda: {})
+    assert capsys.readouterr().err.strip().startswith("orbitlaw run: [3/4] fourth")
 
 
 def test_stage_cache_is_keyed_by_config(tmp_path):

@@ -34,9 +34,10 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default=None, metavar="STUDY", help="the study directory (required unless --show-config)")
     p.add_argument("--seed", type=int, default=0, help="added to every seed of the preset")
     p.add_argument("--llm-reference", default="auto", metavar="DIR",
-                   help="the reference data (…/vafa2025) whose recorded LLM answers are scored; 'auto' uses "
-                   "shared/reference/vafa2025 next to the checkout when present (docs/commands/llm.md: how to get "
-                   "the reference's answers), 'none' skips")
+                   help="a directory holding the reference study's llm-prompts/ and llm-predictions/ (from its "
+                   "public repository: docs/commands/llm.md), whose recorded LLM answers are scored into the report; "
+                   "'auto' (the default) uses one only where a source checkout has it beside it "
+                   "(../shared/reference/vafa2025) and otherwise skips, 'none' always skips")
     p.add_argument("--llm-results", default="", metavar="DIR,...",
                    help="`orbitlaw llm run` output directories to include (their cached answers)")
     p.add_argument("--workers", type=int, default=default_workers(),

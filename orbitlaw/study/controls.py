@@ -136,6 +136,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     unknown = sorted(set(only or ()) - {c["name"] for c in confs} - set(ORACLES))
     if unknown:
         raise ValueError(f"unknown control configuration {', '.join(unknown)}")
+    study.plan(stage_names(spec, only, extra))
     data = {}
     for name in ("pretrain", "probe"):
         dspec = spec["data"][name]
@@ -146,9 +147,7 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
     target = spec.get("target", "force-magnitude")
     if target not in TARGET_TEXT:
         raise ValueError(f"the controls probe a magnitude, not {target!r}: use {' or '.join(TARGET_TEXT)}")
-    chosen = [c for c in confs if only is None or c["name"] in only]
-    oracles = [name for name in ORACLES if (name in only if only is not None else
-                                            name not in BIN_ORACLES or spec.get("bin_oracles", False))]
+    chosen, oracles = _chosen(spec, confs, only)
     if workers > 1 and len(chosen) + len(oracles) > 1:
         rows = _run_side_by_side(study, spec, chosen + oracles, data, workers, progress, log_to)
     else:
@@ -160,6 +159,25 @@ def run_controls(study, spec: dict, workers: int, progress: bool, log_to: str = 
         row["verdict"] = law.get("verdict")
         row["newtonian_seeds"] = law.get("newtonian_seeds")
     return rows
+
+
+def _chosen(spec: dict, confs: list[dict], only: set[str] | None) -> tuple[list[dict], list[str]]:
+    """The model configurations and the oracles :func:`run_controls` runs."""
+    chosen = [c for c in confs if only is None or c["name"] in only]
+    oracles = [name for name in ORACLES if (name in only if only is not None else
+                                            name not in BIN_ORACLES or spec.get("bin_oracles", False))]
+    return chosen, oracles
+
+
+def stage_names(spec: dict, only: set[str] | None = None, extra: list[dict] | None = None) -> list[str]:
+    """The stages :func:`run_controls` passes through with these arguments, in order (its progress plan)."""
+    chosen, oracles = _chosen(spec, configurations(spec) + list(extra or []), only)
+    names = [f"controls:data:{name}" for name in ("pretrain", "probe")]
+    for conf in chosen:
+        names += [f"controls:{kind}:{conf['name']}" for kind in ("train", "probe", "linear", "law", "law-frozen")]
+    for name in oracles:
+        names += [f"controls:oracle:{name}", f"controls:law:{name}"]
+    return names
 
 
 def _oracle_row(study, spec: dict, name: str, data: dict, workers: int, progress: bool) -> dict:

@@ -71,6 +71,7 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
                                "protocol": config["protocol"], "notes": config["notes"], "config": config})
     config["llm"] = {"reference": str(reference) if reference else None, "results": [str(p) for p in llm_results]}
     write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
+    study.plan(stage_names(config))
 
     data = simulate_data(study, config, ("pretrain", "probe", "solar"), workers, progress)
     models = []
@@ -158,6 +159,21 @@ def simulate_data(study, config: dict, names, workers: int, progress: bool) -> d
         study.stage(f"data:{name}", spec, [path], lambda s=spec, p=path: stages.simulate(s, p, workers, progress))
         data[name] = path
     return data
+
+
+MODEL_STAGES = ("train", "evaluate", "probe", "law", "solar", "linear", "law-frozen", "inductive_bias", "rollout")
+"""The stages of each model of a models study, in the order :func:`run_study` runs them."""
+
+
+def stage_names(config: dict) -> list[str]:
+    """The stages a models study passes through, in order (its progress plan; ``tests/test_study.py`` checks it
+    against the stages the smoke study ran)."""
+    from orbitlaw.study.controls import stage_names as control_stages
+
+    names = [f"data:{name}" for name in ("pretrain", "probe", "solar")]
+    names += [f"{stage}:{name}" for name in model_names(config) for stage in MODEL_STAGES]
+    names += ["oracle:knn", "law:oracle-knn", "llm"]
+    return names + (control_stages(config["controls"]) if config.get("controls") else [])
 
 
 def model_names(config: dict) -> list[str]:

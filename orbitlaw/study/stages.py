@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -70,7 +71,7 @@ class Study:
                         path.unlink()
         write_json_atomic(marker, {"key": key, "config": config, "source": self.source,
                                    "versions": dependency_versions(), "done": False})
-        print(f"orbitlaw run: {name}", file=sys.stderr, flush=True)
+        print(f"orbitlaw run: {self.progress_line(name)}", file=sys.stderr, flush=True)
         start = _clock()
         result = fn()
         timing = {k: round(v - start[k], 2) for k, v in _clock().items()}
@@ -78,6 +79,46 @@ class Study:
                                    "versions": dependency_versions(), "done": True, "result": result,
                                    "timing": timing})
         return result
+
+    PLAN = "plan.json"
+
+    def plan(self, names: list[str]) -> None:
+        """Add ``names`` to the stages this invocation expects to pass through (``STUDY/stages/plan.json``, read by
+        every process of the study, worker processes included), so that each stage announces itself as k of N with
+        the time spent and left. A study whose later stages depend on earlier results (the path's replication)
+        adds them when they are known; N is then what is known so far."""
+        path = self.out / "stages" / self.PLAN
+        saved = json.loads(path.read_text()) if path.exists() else {}
+        if saved.get("pid") != os.getpid():  # a new invocation: its clock and its count of stages done start now
+            saved = {"pid": os.getpid(), "started": time.time(), "stages": [],
+                     "done_at_start": sum(self._done(n) for n in names)}
+        saved["stages"] = list(dict.fromkeys([*saved["stages"], *names]))
+        write_json_atomic(path, saved)
+
+    def _done(self, name: str) -> bool:
+        marker = self.marker(name)
+        try:
+            return bool(marker.exists() and json.loads(marker.read_text()).get("done"))
+        except ValueError:  # a marker being replaced as it is read
+            return False
+
+    def progress_line(self, name: str) -> str:
+        """``name`` as the next stage to run: ``[k/N] name (M:SS in, about M:SS left)`` under a plan (the time left
+        from this invocation's pace so far, once a stage has finished in it), else the name alone."""
+        path = self.out / "stages" / self.PLAN
+        try:
+            plan = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return name
+        names = plan["stages"]
+        done = sum(self._done(n) for n in names)
+        k, total = done + 1, max(len(names), done + 1)
+        spent = time.time() - plan["started"]
+        line = f"[{k}/{total}] {name} ({_minutes(spent)} in"
+        finished = done - plan["done_at_start"]
+        if finished > 0:
+            line += f", about {_minutes(spent / finished * (total - done))} left"
+        return line + ")"
 
     def timings(self) -> dict[str, dict]:
         """Each finished stage's ``{"wall_seconds", "cpu_seconds"}`` as it last ran (``benchmarks/quickstart.py
@@ -88,6 +129,12 @@ class Study:
             if saved.get("done") and "timing" in saved:
                 out[marker.stem.replace("__", ":")] = saved["timing"]
         return out
+
+
+def _minutes(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
+        f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def _clock() -> dict[str, float]:
