@@ -70,6 +70,23 @@ class Law:
         """Whether the verdict is ``newtonian``."""
         return bool(self.record["newtonian"])
 
+    @property
+    def departure(self) -> float | None:
+        """How far the rows lie from Newton's form: the RMS of ln(law / Newton's) of the exact (complexity-capped)
+        law over the rows, a fraction (0.012: 1.2%); None where no law was compared."""
+        return self.record.get("newton_departure_exact")
+
+    @property
+    def departure_ci95(self) -> list[float] | None:
+        """The 95% interval of :attr:`departure` (bootstrap over systems where the rows name them)."""
+        return self.record.get("newton_departure_exact_ci95")
+
+    @property
+    def resolution(self) -> float | None:
+        """The finest departure the rows can tell apart (RMS of ln, a fraction): a departure below it is no
+        evidence either way."""
+        return (self.record.get("resolution") or {}).get("rms_ln")
+
     def sympy(self) -> sympy.Expr:
         """The law as a sympy expression over the feature names; read without evaluating text
         (:mod:`orbitlaw.discovery.sr.expression_text`)."""
