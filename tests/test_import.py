@@ -49,6 +49,10 @@ def test_a_table_of_the_simulators_states_gives_back_its_tokens_forces_and_eleme
     np.testing.assert_allclose(train.forces, split.forces[:4], rtol=1e-12)
     for name in ("a", "e", "omega", "mean_anomaly0"):  # osculating elements at t = 0: the ones drawn
         np.testing.assert_allclose(getattr(train, name), getattr(split, name)[:4], rtol=1e-9, atol=1e-9)
+    import_trajectories(root / "states.csv", tmp_path / "api", val=2)  # the API writes what the command writes
+    for f in sorted((tmp_path / "mine").rglob("*")):
+        if f.is_file():
+            assert f.read_bytes() == (tmp_path / "api" / f.relative_to(tmp_path / "mine")).read_bytes(), f.name
     params = train.manifest["params"]
     assert train.manifest["preset"] == "imported" and params["source"]["kind"] == "table"
     assert params["source"]["files"][0]["name"] == "states.csv" and params["derived"]["velocities"] == "given"
