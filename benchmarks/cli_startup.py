@@ -1,4 +1,4 @@
-"""Start-up time of the ``orbitlaw`` command (issue 42): every command's ``--help`` and a 1,000-sequence
+"""Start-up time of the ``orbitlaw`` command: every command's ``--help`` and a 1,000-sequence
 ``orbitlaw simulate``, beside ``python -c pass`` and ``python -c "import torch"``, in one run.
 
     python benchmarks/cli_startup.py [--repeats 7] [--sequences 1000] [--out benchmarks/results/cli_startup.json]

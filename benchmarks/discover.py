@@ -14,8 +14,8 @@ power-law, not-a-power-law) and the cell's cross-seed verdict.
   of the k-NN oracle through the probe pipeline) on a ``two-body`` and a ``two-body-exoplanet`` set.
 - noise: exact; 1% and 5% multiplicative Gaussian; 1% with 2% of the rows multiplied by 10.
 
-Targets (issue 14): a Newtonian cell is called ``newtonian`` by >= 19/20 seeds with the constant within 1%
-of G (3% at 5% noise); no non-Newtonian cell is ever called ``newtonian`` (by a seed or by the cell);
+Targets (written before the first run): a Newtonian cell is called ``newtonian`` by >= 19/20 seeds with the
+constant within 1% of G (3% at 5% noise); no non-Newtonian cell is ever called ``newtonian`` (by a seed or by the cell);
 power laws come back with their exponents in >= 19/20 seeds; per fit (one seed: restarts + polishing +
 selection, single-threaded) at most 2 s CPU on average and 3 s at most.
 

@@ -29,7 +29,7 @@ rows (:func:`numerically_far`): a model whose ratio to the truth and whose diffe
 than 20% is no solution. Simplifying can take very long on a big expression: each check is
 cut after ``--check-timeout`` s (SIGALRM) and then counts as not solved, recorded as ``"timeout"``.
 
-The target, written before the first full run (issue 41): at 1% noise, the expected number of equations solved
+The target, written before the first full run: at 1% noise, the expected number of equations solved
 (the mean over seeds, summed over equations) is at least PhySO's expected number on the same equations (the
 sum of its published per-equation rates), with a mean CPU time per fit of at most 2 s. The summary reports both
 counts and says whether the target is met; a miss is reported as a miss.

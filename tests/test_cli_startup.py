@@ -1,4 +1,4 @@
-"""The command line answers at once (issue 42): building the parser imports no torch and no numba, the
+"""The command line answers at once: building the parser imports no torch and no numba, the
 commands that need no torch never import it, and the names the parser copies from heavy modules
 (``orbitlaw/commands/_choices.py``) stay equal to their owners. How long start-up takes is measured by
 benchmarks/cli_startup.py, not asserted here."""

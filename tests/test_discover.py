@@ -16,6 +16,7 @@ import pytest
 import sympy
 
 from orbitlaw.cli import main
+from orbitlaw.discovery.sr import choice
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr.backends import SearchSettings
 from orbitlaw.discovery.sr.symbolic import discover_law, partial_dir
@@ -51,7 +52,7 @@ def newton(r_, a, b):
     (sympy.powsimp(2.0 * m1**1.5 * m2**1.5, force=True) / r, (-1, 1.5, 1.5)),  # (m1*m2)**1.5 / r
 ])
 def test_power_law_reads_constant_and_exponents(expr, exponents):
-    p = laws.power_law(expr, NAMES)
+    p = choice.power_law(expr, NAMES)
     assert p is not None and tuple(p["exponents"][k] for k in NAMES) == exponents
     assert (form_grade(p) == "newtonian") == (exponents == (-2, 1, 1))
     assert math.isclose(p["constant"], float(expr.subs({r: 1, m1: 1, m2: 1})), rel_tol=1e-12)
@@ -65,8 +66,8 @@ def test_power_law_reads_constant_and_exponents(expr, exponents):
     G * m1 * m2 / r**2 * sympy.Symbol("t"),
 ])
 def test_non_power_laws_are_never_newtonian_however_well_they_fit(expr):
-    assert laws.power_law(expr, NAMES) is None
-    assert form_grade(laws.power_law(expr, NAMES)) == "not-a-power-law"
+    assert choice.power_law(expr, NAMES) is None
+    assert form_grade(choice.power_law(expr, NAMES)) == "not-a-power-law"
 
 
 def test_polish_refits_constants_and_drops_unsupported_terms():
@@ -76,29 +77,29 @@ def test_polish_refits_constants_and_drops_unsupported_terms():
     # a backend's raw answer: wrong constant, a 1e-12 intercept and a useless exp(1e-9 r) factor
     raw = 35.0 * m1 * m2 / r**2 * sympy.exp(1e-9 * r) + 1e-12
     c = laws.polish(raw, syms, X, data["F"])
-    assert form_grade(laws.power_law(c.expr, NAMES)) == "newtonian", c.expr
-    assert math.isclose(laws.power_law(c.expr, NAMES)["constant"], G, rel_tol=1e-9)
+    assert form_grade(choice.power_law(c.expr, NAMES)) == "newtonian", c.expr
+    assert math.isclose(choice.power_law(c.expr, NAMES)["constant"], G, rel_tol=1e-9)
     assert c.error < 1e-9 and c.complexity == 7
     # a term the data needs is kept: an exponential cut-off survives polishing
     cut = table(lambda a, b, d: newton(a, b, d) * np.exp(-a / 5))
     c = laws.polish(30.0 * m1 * m2 / r**2 * sympy.exp(-0.3 * r), syms, X, cut["F"])
-    assert c.expr.has(sympy.exp) and laws.power_law(c.expr, NAMES) is None and c.error < 1e-9
+    assert c.expr.has(sympy.exp) and choice.power_law(c.expr, NAMES) is None and c.error < 1e-9
 
 
 def test_pareto_scores_and_selection():
     cands = [laws.Candidate(sympy.Symbol("a"), 3, 1.0), laws.Candidate(sympy.Symbol("b"), 5, 0.1),
              laws.Candidate(sympy.Symbol("c"), 7, 1e-3), laws.Candidate(sympy.Symbol("d"), 9, 0.9e-3),
              laws.Candidate(sympy.Symbol("e"), 9, 0.5)]  # dominated
-    front = laws.pareto(cands)
+    front = choice.pareto(cands)
     assert [c.complexity for c in front] == [3, 5, 7, 9]
     assert math.isclose(front[2].score, math.log(100) / 2)
-    assert laws.choose(front, "score").complexity == 7
-    assert laws.choose(front, "best").complexity == 7  # within 1.5x of the best error, highest score
+    assert choice.choose(front, "score").complexity == 7
+    assert choice.choose(front, "best").complexity == 7  # within 1.5x of the best error, highest score
     # when the steepest drop leads to a model far worse than the best, "best" does not take it
-    front = laws.pareto([laws.Candidate(sympy.Symbol("a"), 3, 1.0), laws.Candidate(sympy.Symbol("b"), 4, 1e-3),
+    front = choice.pareto([laws.Candidate(sympy.Symbol("a"), 3, 1.0), laws.Candidate(sympy.Symbol("b"), 4, 1e-3),
                          laws.Candidate(sympy.Symbol("c"), 12, 1e-6)])
-    assert laws.choose(front, "score").complexity == 4
-    assert laws.choose(front, "best").complexity == 12
+    assert choice.choose(front, "score").complexity == 4
+    assert choice.choose(front, "best").complexity == 12
 
 
 # --- the search ----------------------------------------------------------------------------------------

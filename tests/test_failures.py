@@ -1,7 +1,7 @@
-"""A command that fails leaves its output as it was, and refuses what it cannot do in one line (issue 39, items
-5 to 7): a resume takes the run's lock before reading the run; a failure (a full disk, simulated by a writer
-that raises ENOSPC; an unreachable endpoint; a bad token) removes what a new output got and puts a resumed one
-back; each value a command cannot use is refused naming the value and the fix."""
+"""A command that fails leaves its output as it was, and refuses what it cannot do in one line: a resume
+takes the run's lock before reading the run; a failure (a full disk, simulated by a writer that raises ENOSPC;
+an unreachable endpoint; a bad token) removes what a new output got and puts a resumed one back; each value a
+command cannot use is refused naming the value and the fix."""
 
 import errno
 import json

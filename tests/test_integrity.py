@@ -1,5 +1,5 @@
-"""Nothing is computed on damaged inputs, and nothing is followed out of a run or a dataset (issue 39,
-items 1 and 4): a flipped byte in a dataset file or in a checkpoint's weights, a manifest missing a key,
+"""Nothing is computed on damaged inputs, and nothing is followed out of a run or a dataset: a
+flipped byte in a dataset file or in a checkpoint's weights, a manifest missing a key,
 of the wrong shape or naming a file outside the dataset, and links out of a run are all refused with one
 line naming the file, before anything is computed or written, and no error quotes a file's contents."""
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import sympy
 
+from orbitlaw.discovery.sr import choice, snapping
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr.backends import OPERATORS, REFERENCE_OPERATORS, SearchSettings, placeholders
 from orbitlaw.discovery.sr.expression_text import parse_law
@@ -34,16 +35,16 @@ def test_roots_of_one_denominator_are_shown_merged_and_read_back_as_the_same_pow
     a, M, gamma, pr, rho = sympy.symbols("a M gamma pr rho")
     kepler = 1.0 * a ** sympy.Rational(3, 2) * M ** sympy.Rational(-1, 2)
     sound = 0.9999 * sympy.sqrt(gamma) * sympy.sqrt(pr) / sympy.sqrt(rho)
-    assert str(laws.readable(kepler)) == "1.0*sqrt(a**3/M)"
-    assert str(laws.readable(sound)) == "0.9999*sqrt(gamma*pr/rho)"
+    assert str(choice.readable(kepler)) == "1.0*sqrt(a**3/M)"
+    assert str(choice.readable(sound)) == "0.9999*sqrt(gamma*pr/rho)"
     newton = 39.48 * a * M / rho**2
-    assert laws.readable(newton) == newton  # integer powers are left alone
+    assert choice.readable(newton) == newton  # integer powers are left alone
     for expr in (kepler, sound):
         names = [str(s) for s in sorted(expr.free_symbols, key=str)]
-        assert laws.power_law(laws.readable(expr), names) == laws.power_law(expr, names)
+        assert choice.power_law(choice.readable(expr), names) == choice.power_law(expr, names)
     x = np.linspace(0.5, 3, 7)
     for expr in (kepler,):
-        f, g = (sympy.lambdify([a, M], e) for e in (expr, laws.readable(expr)))
+        f, g = (sympy.lambdify([a, M], e) for e in (expr, choice.readable(expr)))
         np.testing.assert_allclose(f(x, x[::-1]), g(x, x[::-1]), rtol=1e-12)  # the same function for x > 0
 
 
@@ -53,13 +54,13 @@ def test_a_constant_the_rows_cannot_tell_from_a_simple_number_is_snapped_and_one
     X = np.column_stack([rng.uniform(1, 3, 2000), rng.uniform(1, 3, 2000)])
     y = 0.4 * np.exp(-X[:, 0] ** 2 / 2) * (1 + 0.01 * rng.standard_normal(2000))
     fitted = 0.3994 * sympy.exp(-0.5006 * x0**2)
-    snapped = laws.snap_units(fitted, [x0, x1], X, y, "log")
+    snapped = snapping.snap_units(fitted, [x0, x1], X, y, "log")
     assert sympy.Rational(-1, 2) * x0**2 in [a for a in sympy.preorder_traversal(snapped)]
-    assert laws.power_law(snapped, ["x0", "x1"]) is None and math.isclose(float(max(laws.constants(snapped))), 0.4,
+    assert choice.power_law(snapped, ["x0", "x1"]) is None and math.isclose(float(max(laws.constants(snapped))), 0.4,
                                                                           rel_tol=0.01)
     # G = 39.48 is nowhere near a simple number, and 1.04 is 4% from 1 but resolved by noise-free rows: both kept
     newton = 1.04 * X[:, 1] / X[:, 0] ** 2
-    kept = laws.snap_units(sympy.Float(1.04) * x1 / x0**2, [x0, x1], X, newton, "log")
+    kept = snapping.snap_units(sympy.Float(1.04) * x1 / x0**2, [x0, x1], X, newton, "log")
     assert laws.constants(kept) == [sympy.Float(1.04)]
 
 

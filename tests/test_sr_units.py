@@ -16,7 +16,7 @@ import pytest
 import sympy
 
 from orbitlaw.cli import main
-from orbitlaw.discovery.sr import binomial, exponential, law, logarithm, powerlaw, seed_fit, symbolic, units
+from orbitlaw.discovery.sr import binomial, exponential, law, logarithm, powerlaw, seed_fit, snapping, symbolic, units
 from orbitlaw.discovery.sr.backends import placeholders
 from orbitlaw.discovery.sr.law import evaluate
 from orbitlaw.discovery.sr.symbolic import discover_law
@@ -196,11 +196,11 @@ def test_a_phase_next_to_a_multiple_of_half_pi_is_snapped_there():
     x = placeholders(2)
     y = -X[:, 0] * np.cos(X[:, 1]) * (1 + 0.001 * rng.standard_normal(400))
     fitted = x[0] * sympy.cos(x[1] - sympy.Float(3.14161481026966, 15))
-    assert law.snap_units(fitted, x, X, y, "relative") == -x[0] * sympy.cos(x[1])
+    assert snapping.snap_units(fitted, x, X, y, "relative") == -x[0] * sympy.cos(x[1])
     shifted = X[:, 0] * np.cos(X[:, 1] + 1.60)
     resolved = x[0] * sympy.cos(x[1] + sympy.Float(1.60, 15))
-    assert law._phase_values(1.60)  # the snap is tried: the rows, not the distance, keep the phase
-    assert law.snap_units(resolved, x, X, shifted, "relative") == resolved
+    assert snapping._phase_values(1.60)  # the snap is tried: the rows, not the distance, keep the phase
+    assert snapping.snap_units(resolved, x, X, shifted, "relative") == resolved
 
 
 def test_a_scale_shared_by_numerator_and_denominator_is_divided_out_before_snapping():
@@ -212,11 +212,11 @@ def test_a_scale_shared_by_numerator_and_denominator_is_divided_out_before_snapp
     g = placeholders(1)
     y = 1 / (X[:, 0] - 1) * (1 + 0.001 * rng.standard_normal(400))
     fitted = sympy.Float(568.3) / (sympy.Float(568.6) * g[0] - sympy.Float(569.1))
-    assert law.snap_units(fitted, g, X, y, "relative") == 1 / (g[0] - 1)
-    scaled = law.one_scale(fitted)
+    assert snapping.snap_units(fitted, g, X, y, "relative") == 1 / (g[0] - 1)
+    scaled = snapping.one_scale(fitted)
     assert len(law.constants(scaled)) == 2
     np.testing.assert_allclose(law.evaluate(scaled, g, X), law.evaluate(fitted, g, X), rtol=1e-12)
-    assert law.one_scale(g[0] / (g[0] + sympy.Float(0.1))) == g[0] / (g[0] + sympy.Float(0.1))
+    assert snapping.one_scale(g[0] / (g[0] + sympy.Float(0.1))) == g[0] / (g[0] + sympy.Float(0.1))
 
 
 def test_a_constant_that_is_a_simple_fraction_to_a_doubles_precision_is_written_as_it():
@@ -225,18 +225,18 @@ def test_a_constant_that_is_a_simple_fraction_to_a_doubles_precision_is_written_
     Written exactly, they are; a constant the rows only come near (0.33332) or another (4 pi^2) stays."""
     a, n, x1, w, t = sympy.symbols("alpha n x1 omega t")
     third = a * n / (sympy.Float(-0.333333333333333) * a * n + 1)
-    assert law.exact_fractions(third) == a * n / (1 - a * n / 3)
+    assert snapping.exact_fractions(third) == a * n / (1 - a * n / 3)
     halves = x1 * (sympy.Float(0.5) * a * sympy.cos(sympy.Float(2.0) * w * t) + sympy.Float(0.5) * a + sympy.cos(w * t))
-    exact = law.exact_fractions(halves)
+    exact = snapping.exact_fractions(halves)
     assert law.constants(exact) == []
     assert sympy.simplify(exact - x1 * (sympy.cos(w * t) + a * sympy.cos(w * t) ** 2)) == 0
     near = a * n / (sympy.Float(-0.33331792568927) * a * n + 1)
     newton = sympy.Float(4 * np.pi**2) * n / a**2
-    assert law.exact_fractions(near) == near and law.exact_fractions(newton) == newton
+    assert snapping.exact_fractions(near) == near and snapping.exact_fractions(newton) == newton
     # snapping ends with it: a fit of y = x/3 at noise 0 reads x/3
     X = np.linspace(1, 5, 50)[:, None]
     x = placeholders(1)
-    assert law.snap_units(sympy.Float(1 / 3) * x[0], x, X, X[:, 0] / 3, "relative") == x[0] / 3
+    assert snapping.snap_units(sympy.Float(1 / 3) * x[0], x, X, X[:, 0] / 3, "relative") == x[0] / 3
 
 
 @pytest.mark.parametrize("v, count, limit, want", [

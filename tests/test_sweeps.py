@@ -1,4 +1,4 @@
-"""The LSSAR write-up's experiments on the toolkit (issue 16): passkey retrieval and the length-extrapolation
+"""The LSSAR write-up's experiments on the toolkit: passkey retrieval and the length-extrapolation
 sweep, at toy size (the full sweeps are experiments: benchmarks/experiments/passkey.py,
 benchmarks/experiments/extrapolation.py)."""
 

@@ -1,5 +1,5 @@
-"""The graded verdict (discovery.sr.verdict, discovery.sr.powerlaw, discovery.sr.symbolic): the two failures of
-issue 14 (Newton missed on r-uniform data; a 1-of-5 minority called Newtonian), every grade and the reference
+"""The graded verdict (discovery.sr.verdict, discovery.sr.powerlaw, discovery.sr.symbolic): the two failures it
+was built for (Newton missed on r-uniform data; a 1-of-5 minority called Newtonian), every grade and the reference
 protocol. The verdict's precision and statistics: tests/test_verdict_precision.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import sympy
 
+from orbitlaw.discovery.sr import choice, powerlaw
 from orbitlaw.discovery.sr import law as laws
-from orbitlaw.discovery.sr import powerlaw
 from orbitlaw.discovery.sr.backends import SearchSettings, placeholders
 from orbitlaw.discovery.sr.cross_seed import cross_seed_verdict
 from orbitlaw.discovery.sr.seed_fit import best_restart, split_rows
@@ -23,7 +23,7 @@ FAST = SearchSettings(budget=10_000)
 
 
 def uniform_r_table(law, n=1500, noise=0.01, seed=0) -> dict:
-    """The new user's data of issue 14: r uniform on [0.3, 40] AU (a raw-scale error is dominated by the few
+    """A new user's data: r uniform on [0.3, 40] AU (a raw-scale error is dominated by the few
     rows near 0.3 AU), both masses U(1e-4, 1.01e-2) Msun, multiplicative Gaussian noise."""
     rng = np.random.default_rng(seed)
     cols = {"r": rng.uniform(0.3, 40.0, n), "m1": rng.uniform(1e-4, 1.01e-2, n), "m2": rng.uniform(1e-4, 1.01e-2, n)}
@@ -187,7 +187,7 @@ def test_power_law_screen_is_robust_to_corrupted_rows():
     k = powerlaw.fit_exponents(X, y)
     assert np.allclose(k, [-2, 1, 1], atol=0.01)
     expr = powerlaw.screen(X, y, placeholders(3))
-    power = laws.power_law(expr, ["x0", "x1", "x2"])
+    power = choice.power_law(expr, ["x0", "x1", "x2"])
     assert power["exponents"] == {"x0": -2, "x1": 1, "x2": 1}
     assert abs(power["constant"] - G) / G < 0.002  # least squares in log space would be off by ~5%
     lo, hi = powerlaw.constant_interval(X, y, [-2, 1, 1], "log", seed=0)
@@ -230,9 +230,9 @@ def test_reference_protocol_keeps_the_restart_with_the_highest_score():
 
 def test_the_galaxy_keeps_the_restart_whose_score_is_highest_not_whose_error_is_lowest():
     a, b, c, d = sympy.symbols("a b c d")
-    fronts = [laws.pareto([laws.Candidate(a, 1, 1.0), laws.Candidate(b, 7, 0.05), laws.Candidate(c, 19, 0.001)]),
-              laws.pareto([laws.Candidate(a, 1, 1.0), laws.Candidate(d, 5, 0.2)])]
-    chosen = [laws.choose(f, "score") for f in fronts]
+    fronts = [choice.pareto([laws.Candidate(a, 1, 1.0), laws.Candidate(b, 7, 0.05), laws.Candidate(c, 19, 0.001)]),
+              choice.pareto([laws.Candidate(a, 1, 1.0), laws.Candidate(d, 5, 0.2)])]
+    chosen = [choice.choose(f, "score") for f in fronts]
     assert [x.expr for x in chosen] == [b, d]  # score 0.50 (b) over 0.30 (c); d scores 0.40
     assert best_restart(chosen) == 0  # b: score 0.50 beats d's 0.40, though restart 0 also holds c (error 1e-3)
     chosen[1].score = chosen[0].score

@@ -1,4 +1,4 @@
-"""What any readout of a W-step window of a ``binary`` orbit can reach, and what the verdict says of it (issue 15).
+"""What any readout of a W-step window of a ``binary`` orbit can reach, and what the verdict says of it.
 
 The positive control asks a model that reads W = 3 steps of both bodies (docs/controls.md) to carry
 |F| = G m1 m2 / r^2, where both masses show only in the curvature. Before blaming the model or the probe,

@@ -17,8 +17,8 @@ a fresh noise draw and one search seed of its own (``discover_law(seeds=1, first
 study's rule (``VERDICT_RULE["orbitlaw"]``: 1% precision, se selection). Each replicate records its verdict,
 its own stated resolution (``LAW.json["resolution"]["rms_ln"]``) and the exact law's departure.
 
-Targets (issue 35): Newton ``newtonian`` in every replicate; a law whose departure is at least twice the
-replicate's stated resolution called ``newtonian`` in no more than 1 of 20 replicates.
+Targets (written before the first run): Newton ``newtonian`` in every replicate; a law whose departure is at
+least twice the replicate's stated resolution called ``newtonian`` in no more than 1 of 20 replicates.
 
     python benchmarks/experiments/near_newton.py [--data NAMES] [--laws NAMES] [--replicates 20] [--workers 2]
 

@@ -11,7 +11,7 @@ In log space ``ln y = c + sum_j a_j ln z_j + p ln(1 + b u)`` is linear in (c, a,
 monomial u and each b on a grid costs one projection, and every local minimum of the grid is refined (the exact
 law's basin can be narrower than the grid's step). The best few (u, b) are then given simple exponents (p the two
 nearest integers, halves or thirds with |p| <= 3, the a_j the nearest), b and c refitted, and proposed as fitted
-and with simple constants snapped (:func:`orbitlaw.discovery.sr.law.snap_units`). The candidates compete on
+and with simple constants snapped (:func:`orbitlaw.discovery.sr.snapping.snap_units`). The candidates compete on
 held-out rows with the search's (:func:`orbitlaw.discovery.sr.seed_fit.fit_seed`). The screen runs on the
 dimensionless groups of a dimensional analysis (:mod:`orbitlaw.discovery.sr.units`), where the variables are few and
 the forms physical, on the rows where the target is positive (SRBench's additive noise makes a small target
@@ -33,8 +33,7 @@ import numpy as np
 import sympy
 from scipy.optimize import minimize_scalar
 
-from orbitlaw.discovery.sr import law as laws
-from orbitlaw.discovery.sr import powerlaw
+from orbitlaw.discovery.sr import powerlaw, snapping
 
 GRID = (-0.999, -0.99, -0.95, -0.9, -0.8, -0.6, -0.4, -0.2, 0.2, 0.5, 1.0, 2.0, 5.0, 20.0)
 """b * max(u) on the grid: from just above -1 (where 1 + b u reaches 0) to where (1 + b u) is a power of u in all
@@ -136,7 +135,7 @@ def _screen(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol]) -> list[s
     found.sort(key=lambda f: f[0])
     settled = [_settle(y, logz, np.asarray(k, dtype=np.float64), b, symbols, rank)
                for _, k, b in found[:KEEP] for rank in range(POWERS)]
-    return laws.proposals([e for e in settled if e is not None], symbols, Z, y, "log")
+    return snapping.proposals([e for e in settled if e is not None], symbols, Z, y, "log")
 
 
 def _settle(y, logz, k, b, symbols, rank: int) -> sympy.Expr | None:

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import sympy
 
-from orbitlaw.discovery.sr import expression_text, powerlaw
+from orbitlaw.discovery.sr import choice, expression_text, powerlaw
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import placeholders
@@ -20,14 +20,14 @@ from orbitlaw.provenance import code_version, dependency_versions
 
 def render(expr: sympy.Expr, features: list[str]) -> str:
     """The expression with the placeholders x0.. replaced by the feature names, roots merged
-    (:func:`orbitlaw.discovery.sr.law.readable`)."""
+    (:func:`orbitlaw.discovery.sr.choice.readable`)."""
     return str(_named(expr, features))
 
 
 def _named(expr: sympy.Expr, features: list[str]) -> sympy.Expr:
     """:func:`render`'s expression before printing (also what the LaTeX form prints)."""
     names = [sympy.Symbol(f) for f in features]  # one symbol per column, whatever its name holds
-    return laws.readable(expr).xreplace(dict(zip(placeholders(len(features)), names, strict=True)))
+    return choice.readable(expr).xreplace(dict(zip(placeholders(len(features)), names, strict=True)))
 
 
 def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_info: dict, config: dict,
@@ -40,7 +40,7 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     quantity = config.get("quantity", "force")
     locals_ = {n: s for n, s in zip(names, symbols, strict=True)}
     exprs = [expression_text.parse(r["expression"], locals_) for r in per_seed]
-    forms = [laws.form(e, names) for e in exprs]
+    forms = [choice.form(e, names) for e in exprs]
     votes, winner, best, shared = _vote(forms, [r["error"] for r in per_seed])
     final = _refit_all_rows(exprs[best], forms[best], symbols, X, y, metric)
     # the exact test's law (before the precision replaced anything): the seeds' own exact choices, voted alike
@@ -48,13 +48,13 @@ def cross_seed_verdict(per_seed: list[dict], X, y, features: list[str], data_inf
     if [str(e) for e in exact_exprs] == [str(e) for e in exprs]:
         exact, exact_votes, exact_winner = final, votes, winner
     else:
-        exact_forms = [laws.form(e, names) for e in exact_exprs]
+        exact_forms = [choice.form(e, names) for e in exact_exprs]
         exact_votes, exact_winner, exact_best, _ = _vote(exact_forms, [r.get("exact_error", r["error"])
                                                                        for r in per_seed])
         exact = _refit_all_rows(exact_exprs[exact_best], exact_forms[exact_best], symbols, X, y, metric)
 
     def judged(expr):
-        power = laws.power_law(expr, names)
+        power = choice.power_law(expr, names)
         if power is not None:
             power["exponents"] = {f: power["exponents"][n] for f, n in zip(features, names, strict=True)}
         return power
@@ -147,7 +147,7 @@ def rule_of(config: dict) -> dict:
 
 
 def _vote(forms: list[str], errors: list[float]) -> tuple[Counter, str, int, Counter]:
-    """The seeds' vote on ``forms`` (:func:`law.form` of each seed's law): the votes, the winning ballot, the
+    """The seeds' vote on ``forms`` (:func:`choice.form` of each seed's law): the votes, the winning ballot, the
     representative seed and how many of the winners share its exact form.
 
     The seeds vote on the verdict's level of detail: a power law by its exponents, anything else as "not a power
@@ -197,7 +197,7 @@ def _refit_all_rows(expr: sympy.Expr, form: str, symbols, X, y, metric: str) -> 
     """The winning seed's law refitted on every row: a power law's constant robustly
     (:func:`powerlaw.fit_constant`), any other law polished; never a change of form."""
     final = laws.polish(expr, symbols, X, y, metric)
-    if laws.form(final.expr, [str(s) for s in symbols]) != form:  # refitting must not change the form that won
+    if choice.form(final.expr, [str(s) for s in symbols]) != form:  # refitting must not change the form that won
         final = laws.Candidate(laws.refit(expr, symbols, X, y, metric), laws.complexity(expr), math.nan)
     final.expr = robust_constant(final.expr, symbols, X, y, metric)
     final.error = laws.error(y, laws.evaluate(final.expr, symbols, X), metric)

@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from orbitlaw.discovery.sr import law as laws
-from orbitlaw.discovery.sr import powerlaw
+from orbitlaw.discovery.sr import powerlaw, snapping
 from orbitlaw.discovery.sr.binomial import log_space_rows, monomials
 
 KEEP = 2
@@ -58,7 +57,7 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
         found.append((float(resid @ resid), k, u, coef[1:-1]))
     found.sort(key=lambda f: f[0])
     settled = [_settle(logz, logy, u, a, np.asarray(k), symbols) for _, k, u, a in found[:KEEP]]
-    return laws.proposals([e for e in settled if e is not None], symbols, Z, y, "log")
+    return snapping.proposals([e for e in settled if e is not None], symbols, Z, y, "log")
 
 
 def _settle(logz: np.ndarray, logy: np.ndarray, u: np.ndarray, a_fit: np.ndarray, k: np.ndarray,

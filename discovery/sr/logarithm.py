@@ -26,8 +26,7 @@ import math
 import numpy as np
 import sympy
 
-from orbitlaw.discovery.sr import law as laws
-from orbitlaw.discovery.sr import powerlaw
+from orbitlaw.discovery.sr import powerlaw, snapping
 from orbitlaw.discovery.sr.binomial import monomials
 
 KEEP = 2
@@ -60,7 +59,7 @@ def screen_candidates(Z: np.ndarray, y: np.ndarray, symbols: list[sympy.Symbol])
         if c < 0:  # C ln(u) = |C| ln(1/u)
             k, c = tuple(-e for e in k), -c
         exprs.append(powerlaw.expression(c, a, symbols) * sympy.log(powerlaw.monomial(k, symbols)))
-    return laws.proposals(exprs, symbols, Z, y, "relative")
+    return snapping.proposals(exprs, symbols, Z, y, "relative")
 
 
 def canonical_monomials(k: int) -> list[tuple[int, ...]]:

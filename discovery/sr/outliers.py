@@ -3,7 +3,7 @@
 The search fits its models by least squares (Operon's R^2 and Levenberg-Marquardt constants), so a few rows
 off by a factor 10 dominate it: on probe rows where Newton's law is softened (G m1 m2 / (r^2 + 1)), 2% of
 rows multiplied by 10 left every seed's search with nothing but the screen's power law, and the verdict
-called the law Newtonian (issue 14). :func:`gross_errors` finds such rows so that the search can leave them
+called the law Newtonian. :func:`gross_errors` finds such rows so that the search can leave them
 out; the held-out selection and the final fit still see every row (their losses are robust already).
 
 A physical law is smooth in the features; a corrupted row is not. For every row, a straight line in the

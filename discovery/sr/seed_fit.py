@@ -11,7 +11,7 @@ import time
 import numpy as np
 import sympy
 
-from orbitlaw.discovery.sr import binomial, exponential, logarithm, outliers, powerlaw
+from orbitlaw.discovery.sr import binomial, choice, exponential, logarithm, outliers, powerlaw, snapping
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import SearchSettings, placeholders, prepare, search
@@ -58,7 +58,7 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     for m in dict.fromkeys([metric, "relative"]):
         raw = [laws.Candidate(e, laws.complexity(e), laws.error(ys, p, m)) for e, p in zip(unique, predictions,
                                                                                              strict=True)]
-        keep.update({sympy.srepr(c.expr): c.expr for c in laws.pareto(raw)})
+        keep.update({sympy.srepr(c.expr): c.expr for c in choice.pareto(raw)})
     polished = [laws.polish(e, symbols, Xs, ys, metric) for e in keep.values()]
     # The best constant roots every front, as in PySR (whose fronts start at size 1): without it the simplest
     # law on a front scores 0 and any more complex one that is better by a hair (noise) outscores it.
@@ -66,13 +66,13 @@ def fit_seed(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: int,
     held_pred = {str(c.expr): laws.evaluate(c.expr, symbols, Xh) for c in polished}
     per_row = {key: laws.row_errors(yh, pred, metric) for key, pred in held_pred.items()}
     held_out = [laws.Candidate(c.expr, c.complexity, float(np.mean(per_row[str(c.expr)]))) for c in polished]
-    front = laws.pareto(held_out)
-    chosen = laws.choose(front, selection, per_row, held_pred, tolerance, metric)
-    exact = laws.choose(front, selection, per_row, held_pred, 0.0, metric) if tolerance else chosen
+    front = choice.pareto(held_out)
+    chosen = choice.choose(front, selection, per_row, held_pred, tolerance, metric)
+    exact = choice.choose(front, selection, per_row, held_pred, 0.0, metric) if tolerance else chosen
     both = np.concatenate([rows, held])
 
     def settled(law: sympy.Expr) -> sympy.Expr:  # simple constants snapped, a power law's constant refitted
-        return robust_constant(laws.snap_units(law, symbols, X[both], y[both], metric), symbols, X[both], y[both],
+        return robust_constant(snapping.snap_units(law, symbols, X[both], y[both], metric), symbols, X[both], y[both],
                                metric)
     expr = settled(chosen.expr)
     exact_expr = expr if exact is chosen else settled(exact.expr)
@@ -126,7 +126,7 @@ def robust_constant(expr: sympy.Expr, symbols: list[sympy.Symbol], X: np.ndarray
                      metric: str) -> sympy.Expr:
     """A power law's constant refitted by :func:`powerlaw.fit_constant` on (X, y); other forms unchanged."""
     names = [str(s) for s in symbols]
-    power = laws.power_law(expr, names)
+    power = choice.power_law(expr, names)
     if power is None:
         return expr
     exponents = [_exponent(expr, s, power["exponents"][n]) for s, n in zip(symbols, names, strict=True)]
@@ -173,8 +173,8 @@ def fit_galaxy(X: np.ndarray, y: np.ndarray, seed: int, backend: str, points: in
         else:
             cands = [laws.Candidate(e, laws.complexity(e), laws.relative_l1(ys, laws.evaluate(e, symbols, Xs)))
                      for e in found]
-        front = laws.pareto(cands)
-        per_restart.append((laws.choose(front, "score"), front))
+        front = choice.pareto(cands)
+        per_restart.append((choice.choose(front, "score"), front))
     best = best_restart([c for c, _ in per_restart])
     chosen, front = per_restart[best]
     return {"seed": seed, "expression": str(chosen.expr), "error": chosen.error, "complexity": chosen.complexity,

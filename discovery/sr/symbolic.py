@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from orbitlaw.discovery.sr import expression_text, units
+from orbitlaw.discovery.sr import choice, expression_text, units
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr import verdict as verdicts
 from orbitlaw.discovery.sr.backends import REFERENCE_OPERATORS, SearchSettings, check_available, placeholders
@@ -71,9 +71,9 @@ class DiscoverConfig:
     protocol: ``"orbitlaw"`` (the module doc) or ``"reference"`` (:func:`~orbitlaw.discovery.sr.seed_fit.fit_galaxy`;
     it fixes ``selection="score"``, ``metric="relative"`` and the epsilon-insensitive L1 loss: passing anything
     else for those is a ValueError).
-    tolerance: the precision of the verdict (``"se"`` selection only; :func:`law.choose`): each seed reports
+    tolerance: the precision of the verdict (``"se"`` selection only; :func:`choice.choose`): each seed reports
     the simplest front member whose held-out predictions depart from the law it chose by at most this
-    (:func:`law.departure` in the error metric: RMS of the log ratio for ``"log"``, of the difference over
+    (:func:`choice.departure` in the error metric: RMS of the log ratio for ``"log"``, of the difference over
     the mean for ``"relative"``; 0.01 is 1%); 0: an exact test. None (the default): the study's precision
     (:data:`~orbitlaw.discovery.sr.rule.PRECISION`, 2%) under ``"se"`` selection, else 0
     (:attr:`rule_tolerance`).
@@ -110,8 +110,8 @@ class DiscoverConfig:
         at_most(self, 10_000, "seeds", "restarts", why="independent searches")
         at_least(self, MIN_POINTS, "points")
         at_least(self, 0, "first_seed")
-        if self.selection is not None and self.selection not in laws.SELECTIONS:
-            raise ValueError(f"unknown model selection {self.selection!r}: use {', '.join(laws.SELECTIONS)}")
+        if self.selection is not None and self.selection not in choice.SELECTIONS:
+            raise ValueError(f"unknown model selection {self.selection!r}: use {', '.join(choice.SELECTIONS)}")
         if self.tolerance is not None and not (isinstance(self.tolerance, (int, float))
                                                and not isinstance(self.tolerance, bool) and 0 <= self.tolerance < 1):
             raise FieldError("tolerance", f"must be a fraction in [0, 1), got {self.tolerance!r}")

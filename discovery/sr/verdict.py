@@ -75,8 +75,8 @@ def _exponents_are(power: dict | None, wanted: dict) -> bool:
 
 
 def form_grade(power: dict | None, quantity: str = "force") -> str:
-    """The grade of one law from its form alone (``power`` as :func:`orbitlaw.discovery.sr.law.power_law` returns it,
-    exponents keyed by feature name), for ``quantity`` (``QUANTITIES``)."""
+    """The grade of one law from its form alone (``power`` as :func:`orbitlaw.discovery.sr.choice.power_law`
+    returns it, exponents keyed by feature name), for ``quantity`` (``QUANTITIES``)."""
     newton = newton_exponents(quantity)
     if power is None:
         return "not-a-power-law"

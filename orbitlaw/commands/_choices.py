@@ -1,6 +1,6 @@
 """Names the parser offers whose owners are heavy modules, copied here so that building the parser imports
 neither torch nor numba: ``orbitlaw --help`` answers at once, and each command imports its working modules
-only when it runs (issue 42).
+only when it runs.
 
 The owners stay the source of what runs. Each copy names its owner, and tests/test_cli_startup.py fails when a
 copy differs from it, so a new attention, dataset preset or LLM provider is one entry there and one here.
