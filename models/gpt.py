@@ -42,7 +42,22 @@ import torch.nn.functional as F
 from orbitlaw.models import architectures
 from orbitlaw.models.attention import ATTENTIONS
 from orbitlaw.models.transformer import rope_tables
+from orbitlaw.orbits.tokenizer import TokenizerSpec
 from orbitlaw.validate import FieldError, at_least, positive
+
+TOKENS = TokenizerSpec()
+"""The toolkit's tokeniser, the one place its numbers live: the defaults below are its vocabulary (7003 ids per
+coordinate: 7000 bins, 2 time steps, the pad), and training reads the vocabulary of the dataset it trains on
+(:func:`vocabulary`), as nanoGPT reads its vocabulary from its data."""
+_SPECIAL_IDS = len(TOKENS.time_steps) + 1  # the ids after the bins: one per time step, then the pad
+
+
+def vocabulary(spec: TokenizerSpec) -> dict:
+    """The :class:`GPTConfig` fields a dataset's tokeniser ``spec`` fixes: its ids, pad and bins (AU)."""
+    out = {"vocab_size": spec.vocab_size, "pad_id": spec.pad_id, "bin_lo": spec.lo, "bin_hi": spec.hi}
+    if spec.num_bins != spec.vocab_size - _SPECIAL_IDS:  # another count of time steps: name the bins
+        out["num_bins"] = spec.num_bins
+    return out
 
 WINDOW_ENDS = ("planet", "step")
 WINDOW_LOSSES = ("all", "last")
@@ -66,7 +81,7 @@ class GPTConfig:
       so that at most chunk_size x T scores exist at once; the output is the same, only memory changes.
     """
 
-    vocab_size: int = 7003
+    vocab_size: int = TOKENS.vocab_size
     block_size: int = 999
     n_layer: int = 12
     n_head: int = 12
@@ -79,18 +94,18 @@ class GPTConfig:
     pos: str = "learned"
     rope_base: float = 10000.0
     regression: bool = False
-    pad_id: int | None = 7002
+    pad_id: int | None = TOKENS.pad_id
     chunk_size: int | None = None  # the memory chunk (queries evaluated at once); None: all of them
     embed_init: str = "normal"
-    num_bins: int | None = None  # position ids 0..num_bins-1; None: vocab_size - 3 (2 time steps, pad)
+    num_bins: int | None = None  # position ids 0..num_bins-1; None: all but the time steps and the pad
     chunk: int | None = None  # the model window (tokens a position may read); None: the whole input
     arch: str = "gpt"  # the core, one of orbitlaw.models.architectures.ARCHITECTURES
     window_end: str = "planet"  # model windows end at a planet's token or at the step's last
     window_loss: str = "all"  # a model window's loss: every position, or the last prediction only
     inputs: str = "positions"  # a regression model reads positions in AU, their bins' centres in AU, or bin ids
     outputs: str = "positions"  # ... predicts the next position in AU (MSE), or its bins (cross-entropy)
-    bin_lo: float = -50.0  # the bins' range in AU (num_bins of them: position_bins)
-    bin_hi: float = 50.0
+    bin_lo: float = TOKENS.lo  # the bins' range in AU (num_bins of them: position_bins)
+    bin_hi: float = TOKENS.hi
 
     def validate(self) -> None:
         at_least(self, 1, "vocab_size", "block_size", "n_layer", "n_head", "n_embd", "window")
@@ -130,8 +145,8 @@ class GPTConfig:
 
     @property
     def position_bins(self) -> int:
-        """How many ids (0..position_bins-1) are position bins: num_bins, or all but the 2 time steps and pad."""
-        return self.num_bins if self.num_bins is not None else self.vocab_size - 3
+        """How many ids (0..position_bins-1) are position bins: num_bins, or all but the time steps and the pad."""
+        return self.num_bins if self.num_bins is not None else self.vocab_size - _SPECIAL_IDS
 
     def bin_ids(self, positions: torch.Tensor) -> torch.Tensor:
         """Bin ids (int64, same shape) of positions in AU, as ``orbitlaw.orbits.tokenizer`` bins them:

@@ -43,7 +43,7 @@ from orbitlaw.models.batches import (
     token_offset,
 )
 from orbitlaw.models.distributed import Dist, init_distributed, resolve_device
-from orbitlaw.models.gpt import GPT, GPTConfig
+from orbitlaw.models.gpt import GPT, GPTConfig, vocabulary
 from orbitlaw.models.loop import StopOnSignal, TrainingStopped, adamw, autocast, scheduled_lr
 from orbitlaw.models.memory import check_fits
 from orbitlaw.models.metrics import append_metrics, keep_metrics_until, plot_losses, read_metrics
@@ -82,7 +82,8 @@ def plan_run(cfg: TrainConfig, dist: Dist) -> Plan:
     train_split = data[cfg.train_split]
     val_split = data.get(cfg.val_split)
     model_window = model_window_tokens(cfg.chunk_steps, train_split)
-    overrides = {**cfg.model_overrides, **({"chunk": model_window, "block_size": model_window} if model_window else {})}
+    overrides = {**vocabulary(train_split.tokenizer), **cfg.model_overrides,  # the data's vocabulary, unless told
+                 **({"chunk": model_window, "block_size": model_window} if model_window else {})}
     overrides.update(window_end=cfg.window_end, window_loss=cfg.window_loss)  # GPTConfig.validate checks them
     if cfg.pos is not None:
         overrides["pos"] = cfg.pos

@@ -157,3 +157,18 @@ def test_fourier_init_lays_out_x_and_y_and_reads_them_back():
         logits, _ = models.build_model("tiny", embed_init=init)(tokens)
         median = (logits.argmax(-1) - tokens).abs().float().median().item()
         assert median < 100 if bound else median > 1000, (init, median)
+
+
+def test_the_model_reads_its_vocabulary_from_the_tokeniser():
+    from orbitlaw.models.gpt import GPTConfig, vocabulary
+    from orbitlaw.orbits.tokenizer import TokenizerSpec
+
+    default = GPTConfig()
+    assert {k: getattr(default, k) for k in vocabulary(TokenizerSpec())} == vocabulary(TokenizerSpec())
+    assert default.position_bins == TokenizerSpec().num_bins  # one place for the bins: the tokeniser's
+    spec = TokenizerSpec(num_bins=100, lo=-5.0, hi=5.0, time_steps=(0.1, 0.2, 0.5))  # three time steps
+    config = GPTConfig(**vocabulary(spec), n_layer=1, n_head=1, n_embd=8)
+    config.validate()
+    assert (config.vocab_size, config.pad_id, config.position_bins) == (104, 103, 100)
+    xy = torch.tensor([[-4.99, 0.0, 4.99]], dtype=torch.float64)
+    assert config.bin_ids(xy).tolist() == [[int(i) for i in spec.encode(xy.numpy())[0][0]]]
