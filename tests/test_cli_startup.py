@@ -70,3 +70,42 @@ def test_the_parsers_copies_equal_their_owners():
     assert _choices.ATTENTIONS == {n: (a.summary, a.uses_p) for n, a in registry.ATTENTIONS.items()}
     assert _choices.describe_attentions() == registry.describe()
     assert build_parser().parse_args(["run", "--preset", "smoke"]).workers == min(2, os.cpu_count() or 1)
+
+
+# Flags whose default differs from their config field's, each on purpose (anything else must agree):
+DELIBERATE = {
+    ("train", "preset"): "required on the command line unless --config gives every setting",
+    ("discover", "metric"): "None lets --protocol reference choose its metric; the command passes it on as auto",
+    ("discover", "workers"): "the command fits seeds side by side on two cores by default; the API on one",
+}
+
+
+def test_every_flag_defaults_to_its_config_fields_default():
+    """A flag whose name is a config field (train: TrainConfig, probe: ProbeConfig, discover: DiscoverConfig) has
+    the field's default, so the command and the Python API agree (list fields as comma-separated text)."""
+    import dataclasses
+
+    from orbitlaw.cli import build_parser
+    from orbitlaw.discovery.probes.probe import ProbeConfig
+    from orbitlaw.discovery.sr.symbolic import DiscoverConfig
+    from orbitlaw.models.train_config import TrainConfig
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    checked = 0
+    for name, config in (("train", TrainConfig), ("probe", ProbeConfig), ("discover", DiscoverConfig)):
+        fields = {f.name: f for f in dataclasses.fields(config)}
+        for action in commands[name]._actions:
+            field = fields.get(action.dest)
+            if field is None or (field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING):
+                continue  # not a field, or one the command requires
+            default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+            flag = action.default
+            if isinstance(default, list) and isinstance(flag, str):
+                flag = [x for x in flag.split(",") if x]
+            if (name, action.dest) in DELIBERATE:
+                assert flag != default, f"{name} --{action.dest} now agrees with its field: drop it from DELIBERATE"
+                continue
+            assert flag == default, f"orbitlaw {name} {action.option_strings[0]} defaults to {flag!r}, " \
+                                    f"{config.__name__}.{action.dest} to {default!r}"
+            checked += 1
+    assert checked > 40
