@@ -1,5 +1,5 @@
-"""The AI Feynman main database as data: 100 equations, their variables' sampling ranges, and PhySO's
-published per-equation symbolic-solution rates. Nothing here is downloaded at run time.
+"""The AI Feynman main database as data: 100 equations and their variables' sampling ranges, with the orbital laws
+and every variable's units beside them. Nothing here is downloaded at run time.
 
 Source of the equations: the "Feynman Symbolic Regression Database" of S.-M. Udrescu and M. Tegmark,
 "AI Feynman: a physics-inspired method for symbolic regression", Science Advances 6, eaay2631 (2020)
@@ -25,29 +25,12 @@ SRBench leaves I.26.2 and I.30.5 out of its results (``excluded_datasets`` in it
 ``postprocessing/collate_groundtruth_results.py``, no reason given there; both formulas are finite on these
 ranges); PhySO's results leave out those two and II.11.17.
 
-:data:`PHYSO_RATES`: {equation: {target noise: fraction of PhySO's 5 runs (random_state 0..4) whose model was
-a symbolic solution}}, the column ``symbolic_solution`` of PhySO's published results (W. Tenachi, R. Ibata,
-F. I. Diakogiannis, "Deep symbolic regression for physics guided by units constraints: toward the automated
-discovery of physical laws", ApJ 959, 99 (2023), arXiv:2303.03192); see :data:`PHYSO_SOURCE`. PhySO judges
-with its own implementation of SRBench's criterion (``physo.benchmark.utils.symbolic_utils.compare_expression``:
-it also tries floats as rational multiples of pi, and rounds to 2 decimals). Only the 97 main-database
-equations it ran are listed (not its 19 "bonus" ``feynman_test_*`` problems).
+PhySO's published per-equation rates are in :mod:`physo_results`.
 
 SRBench's own per-method, per-equation results (Operon, AI Feynman, ... ) were looked for in readable form and
 not found: cavalab/srbench keeps them only as ``results/ground-truth_results.feather`` (binary, Git LFS, 79 MB),
 and no text table derived from it was found in the stored repositories; they are left out.
 """
-
-PHYSO_SOURCE = """\
-Repository WassimTenachi/PhySO; files (the column `symbolic_solution`, one row per equation):
-  benchmarking/FeynmanBenchmark/results/noise0.000/results_summary.csv (blob d7bf29dc)
-  benchmarking/FeynmanBenchmark/results/noise0.001/results_summary.csv (blob f714807b)
-  benchmarking/FeynmanBenchmark/results/noise0.010/results_summary.csv (blob 6c5bbc44)
-  benchmarking/FeynmanBenchmark/results/noise0.100/results_summary.csv (blob 7d69030b)
-added in commit bdd6e1d4017eb241743916f892b0652527b6a992 (2023-08-14, "Feynman benchmark results"), unchanged at
-main bfbfa88d5def09d3d0cd47f3e2252b5a25836721 (2025-09-10); commit ccdd063a7a630edbc7c2b77db873eb7c12ca6b88
-(2025-03-13) holds the same blobs under benchmarking/FeynmanBenchmark/results_r10/. Each rate equals the mean of
-the five runs' `symbolic_solution` in the same folder's results_detailed.csv (checked)."""
 
 EQUATIONS = {
     "feynman_I_6_2a": {"number": 1, "output": "f",
@@ -354,107 +337,6 @@ EQUATIONS = {
         "formula": "-rho_c_0*q*A_vec/m",
         "variables": (("rho_c_0", 1, 5), ("q", 1, 5), ("A_vec", 1, 5), ("m", 1, 5))},
 }
-
-PHYSO_RATES = {
-    "feynman_I_6_2a": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_6_2": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_6_2b": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_8_14": {0.0: 0.4, 0.001: 0.0, 0.01: 0.2, 0.1: 0.4},
-    "feynman_I_9_18": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_10_7": {0.0: 0.8, 0.001: 0.8, 0.01: 0.4, 0.1: 0.0},
-    "feynman_I_11_19": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_12_1": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_12_2": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_12_4": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_12_5": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_12_11": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_13_4": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 0.2},
-    "feynman_I_13_12": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_14_3": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_14_4": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_15_3x": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_15_3t": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_15_1": {0.0: 0.2, 0.001: 0.2, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_16_6": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_18_4": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_18_12": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_18_14": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_24_6": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_25_13": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_27_6": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_29_4": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_29_16": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_30_3": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_32_5": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_32_17": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_34_8": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_34_1": {0.0: 0.8, 0.001: 1.0, 0.01: 1.0, 0.1: 0.6},
-    "feynman_I_34_14": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_34_27": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_37_4": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_38_12": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_39_1": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_39_11": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_39_22": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_40_1": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_41_16": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_43_16": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_43_31": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_43_43": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 0.8},
-    "feynman_I_44_4": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_47_23": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_I_48_2": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_I_50_26": {0.0: 0.0, 0.001: 0.2, 0.01: 0.2, 0.1: 0.2},
-    "feynman_II_2_42": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_3_24": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_4_23": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_6_11": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_6_15a": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_6_15b": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_8_7": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_8_31": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_10_9": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 0.8},
-    "feynman_II_11_3": {0.0: 0.6, 0.001: 0.0, 0.01: 0.6, 0.1: 0.2},
-    "feynman_II_11_20": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_11_27": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_11_28": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_13_17": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_13_23": {0.0: 0.8, 0.001: 1.0, 0.01: 0.4, 0.1: 0.0},
-    "feynman_II_13_34": {0.0: 0.2, 0.001: 0.4, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_15_4": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_15_5": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_21_32": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.2},
-    "feynman_II_24_17": {0.0: 0.8, 0.001: 0.8, 0.01: 1.0, 0.1: 0.4},
-    "feynman_II_27_16": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_27_18": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_34_2a": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_34_2": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_34_11": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_34_29a": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_34_29b": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_35_18": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_35_21": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_36_38": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_II_37_1": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 0.6},
-    "feynman_II_38_3": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_II_38_14": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 0.0},
-    "feynman_III_4_32": {0.0: 0.2, 0.001: 0.4, 0.01: 0.0, 0.1: 0.0},
-    "feynman_III_4_33": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_III_7_38": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_8_54": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 0.8},
-    "feynman_III_9_52": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_III_10_19": {0.0: 0.0, 0.001: 0.0, 0.01: 0.0, 0.1: 0.0},
-    "feynman_III_12_43": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_13_18": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_14_14": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_15_12": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_15_14": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_15_27": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_17_37": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_19_51": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-    "feynman_III_21_20": {0.0: 1.0, 0.001: 1.0, 0.01: 1.0, 0.1: 1.0},
-}
-
 
 ORBITAL = {
     "kepler_third_law": {"number": None, "output": "P",

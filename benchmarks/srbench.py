@@ -54,8 +54,6 @@ import math
 import os
 import platform
 import shutil
-import signal
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -63,7 +61,9 @@ from pathlib import Path
 
 import feynman_equations as database
 import numpy as np
+import physo_results
 import sympy
+from srbench_criterion import CHECK_TIMEOUT, NUMERIC_FAR, assess, numerically_far, r2_score
 from sympy.parsing.sympy_parser import auto_number, parse_expr
 from tqdm import tqdm
 
@@ -79,8 +79,6 @@ TARGET = "target"  # the target column: no variable of the database is named so 
 NOISES = (0.0, 0.001, 0.01)
 ROWS, TEST_ROWS, POINTS = 2000, 500, 1000
 R2_GATE = 0.5  # SRBench checks a model symbolically only when its test R^2 exceeds this
-PI_VALUE = sympy.Float("3.1415926535")  # SRBench writes pi so in both expressions
-CHECK_TIMEOUT = 15.0
 FUNCTIONS = {"sqrt": sympy.sqrt, "exp": sympy.exp, "log": sympy.log, "sin": sympy.sin, "cos": sympy.cos,
              "tan": sympy.tan, "tanh": sympy.tanh, "asin": sympy.asin}
 """The functions the database's formulas use (``ln`` and ``arcsin`` already written ``log`` and ``asin``)."""
@@ -164,107 +162,7 @@ def cell_data(name: str, noise: float, seed: int, rows: int = ROWS, test_rows: i
     return columns, y, test, evaluate(expr, names, test)
 
 
-# --- SRBench's symbolic-solution criterion -------------------------------------------------------------
-
-class CheckTimeout(BaseException):
-    """The symbolic check ran out of time (a BaseException, so that no ``except Exception`` in sympy eats it)."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float | None):
-    """Raise :class:`CheckTimeout` in the block after ``seconds`` (and every 0.5 s after, in case a handler
-    swallowed the first). Only in the main thread of a POSIX process; elsewhere, or for None/0, no limit."""
-    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise CheckTimeout(f"symbolic check over {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def srbench_round(expr: sympy.Expr) -> sympy.Expr:
-    """SRBench's ``round_floats``: every float below 1e-4 in size becomes 0, every other one is rounded to 3
-    decimals and kept at 3 significant digits (``Float(round(a, 3), 3)``); integers and rationals stay."""
-    return expr.xreplace({a: sympy.Integer(0) if abs(a) < 1e-4 else sympy.Float(round(a, 3), 3)
-                          for a in expr.atoms(sympy.Float)})
-
-
-def assess(true_expr: sympy.Expr, model_expr: sympy.Expr, timeout: float | None = CHECK_TIMEOUT) -> dict:
-    """SRBench's symbolic check of ``model_expr`` against ``true_expr`` (both over the same symbols).
-
-    As SRBench does it: pi is 3.1415926535 in both; the true expression's floats are rounded
-    (:func:`srbench_round`); the model's are rounded and the model simplified (``simplify(ratio=1)``); then
-    ``diff = round(true - model)`` and ``frac = round(model / true)``, ``diff`` simplified (and rounded again)
-    when it is not already a constant or when ``frac`` is; the flags are ``diff`` printing as 0, ``diff`` a
-    constant and ``frac`` a constant (sympy's ``is_constant``). Solved: any flag, and the simplified model neither
-    0 nor nan. The R^2 > 0.5 precondition is the caller's (it needs data).
-
-    Returns {"solved", "error_is_zero", "error_is_constant", "fraction_is_constant", "simplified_model",
-    "timed_out", "seconds"}; a check that runs past ``timeout`` s is not solved and has ``timed_out`` true.
-    """
-    out = {"solved": False, "error_is_zero": False, "error_is_constant": False, "fraction_is_constant": False,
-           "simplified_model": None, "timed_out": False}
-    start = time.perf_counter()
-    try:
-        with time_limit(timeout):
-            true = srbench_round(true_expr.subs(sympy.pi, PI_VALUE))
-            model = sympy.simplify(srbench_round(model_expr.subs(sympy.pi, PI_VALUE)), ratio=1)
-            out["simplified_model"] = str(model)
-            diff, frac = srbench_round(true - model), srbench_round(model / true)
-            if not diff.is_constant() or frac.is_constant():
-                diff = srbench_round(sympy.simplify(diff, ratio=1))
-            out["error_is_zero"] = str(diff) == "0"
-            out["error_is_constant"] = bool(diff.is_constant())
-            out["fraction_is_constant"] = bool(frac.is_constant())
-    except CheckTimeout:
-        out["timed_out"] = True
-    flags = out["error_is_zero"] or out["error_is_constant"] or out["fraction_is_constant"]
-    out["solved"] = bool(flags and not out["timed_out"] and out["simplified_model"] not in (None, "0", "nan"))
-    out["seconds"] = time.perf_counter() - start
-    return out
-
-
-def symbolic_solution(true_expr: sympy.Expr, model_expr: sympy.Expr, timeout: float | None = CHECK_TIMEOUT) -> bool:
-    """Whether ``model_expr`` is a symbolic solution of ``true_expr`` by SRBench's definition (La Cava et al.
-    2021): after SRBench's rounding of floats, ``true - model`` is 0 or a constant, or ``model / true`` is a
-    constant (see :func:`assess`). A check that runs past ``timeout`` seconds is False."""
-    return assess(true_expr, model_expr, timeout)["solved"]
-
-
 # --- one cell --------------------------------------------------------------------------------------------
-
-def r2_score(y: np.ndarray, pred: np.ndarray) -> float:
-    with np.errstate(all="ignore"):
-        ss_res, ss_tot = float(np.sum((y - pred) ** 2)), float(np.sum((y - np.mean(y)) ** 2))
-    value = 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else -math.inf)
-    return value if math.isfinite(value) else -math.inf
-
-
-NUMERIC_FAR = 0.2
-""":func:`numerically_far`'s threshold on the spread of model / true and of true - model over the test rows."""
-
-
-def numerically_far(true_y: np.ndarray, pred: np.ndarray) -> bool:
-    """A necessary condition of SRBench's criterion, checked on the noiseless test rows before the (slow, up to
-    ``--check-timeout``) sympy check: a symbolic solution has model / true or true - model constant, up to the
-    rounding of its floats to 3 significant digits (a fraction of a percent; a few percent inside an exp). When
-    the ratio's spread (std / |mean|) and the difference's (std / RMS of true) both exceed ``NUMERIC_FAR`` (20%),
-    the model is no solution and sympy is not asked."""
-    with np.errstate(all="ignore"):
-        ratio, diff = pred / true_y, true_y - pred
-        ratio_spread = float(np.std(ratio) / abs(np.mean(ratio)))
-        diff_spread = float(np.std(diff) / np.sqrt(np.mean(true_y**2)))
-    near = [v for v in (ratio_spread, diff_spread) if math.isfinite(v)]
-    return bool(near) and min(near) > NUMERIC_FAR
-
 
 def judge(row: dict, test: dict, test_y: np.ndarray, timeout: float) -> None:
     """Score ``row["expression"]`` on the test rows and check it by SRBench's criterion, in place: ``r2_test``,
@@ -388,8 +286,8 @@ def summarise(cells: dict, names: list[str], noises: list[float], seeds: list[in
             cpu += [r["cpu_seconds"] for r in rows if r["cpu_seconds"] is not None]
             errors += sum(r["error"] is not None and r["error"] != "timeout" for r in rows)
             timeouts += sum(r["error"] == "timeout" for r in rows)
-        physo = {n: database.PHYSO_RATES[n][noise] for n in per_eq
-                 if n in database.PHYSO_RATES and noise in database.PHYSO_RATES[n]}
+        physo = {n: physo_results.PHYSO_RATES[n][noise] for n in per_eq
+                 if n in physo_results.PHYSO_RATES and noise in physo_results.PHYSO_RATES[n]}
         summary[repr(float(noise))] = {
             "equations": len(per_eq), "solved_expected": sum(per_eq.values()),
             "rate": sum(per_eq.values()) / len(per_eq) if per_eq else None,
@@ -447,7 +345,7 @@ def markdown(result: dict) -> str:
         for noise in noises:
             rows = [cells[c] for s in seeds if (c := cell_id(name, noise, s)) in cells]
             ours.append(f"{sum(r['solved'] for r in rows)}/{len(rows)}" if rows else "–")
-        rates = database.PHYSO_RATES.get(name, {})
+        rates = physo_results.PHYSO_RATES.get(name, {})
         physo = [f"{rates[n]:.1f}" if n in rates else "–" for n in noises]
         lines.append(f"| {name} | `{EQUATIONS[name]['formula']}` | " + " | ".join(ours) + " | "
                      + " | ".join(physo) + " |")
@@ -538,7 +436,7 @@ def main() -> None:
         "selection": {"equations": names, "noise": noises, "seeds": seeds},
         "code_version": version, "dependency_versions": deps, "run_key": run_key,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor()},
-        "physo_source": database.PHYSO_SOURCE, "criterion": CRITERION,
+        "physo_source": physo_results.PHYSO_SOURCE, "criterion": CRITERION,
         "cells_reused": reused, "cells_computed": len(todo), "wall_seconds_this_run": time.perf_counter() - start,
         "summary": summary, "figure": figure.name, "cells": dict(sorted(cells.items()))}
     out.parent.mkdir(parents=True, exist_ok=True)

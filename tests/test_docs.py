@@ -202,8 +202,8 @@ def srbench_solved_2dp(doc: dict) -> str:
 
 @cache
 def physo_equations() -> frozenset[str]:
-    """The equations with PhySO's published rates (benchmarks/feynman_equations.py, a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("feynman_equations", ROOT / "benchmarks" / "feynman_equations.py")
+    """The equations with PhySO's published rates (benchmarks/physo_results.py, a script, not a package)."""
+    spec = importlib.util.spec_from_file_location("physo_results", ROOT / "benchmarks" / "physo_results.py")
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
     return frozenset(table.PHYSO_RATES)

@@ -17,14 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import feynman_equations as database  # noqa: E402
+import physo_results  # noqa: E402
 import srbench  # noqa: E402
+import srbench_criterion  # noqa: E402
 
 from orbitlaw.discovery.sr import expression_text  # noqa: E402
 
 
 def test_the_table_has_the_hundred_equations_once_each():
     source = (ROOT / "benchmarks" / "feynman_equations.py").read_text()
-    table = source[source.index("EQUATIONS = {"):source.index("PHYSO_RATES = {")]
+    table = source[source.index("EQUATIONS = {"):source.index("ORBITAL = {")]
     keys = re.findall(r'^    "(feynman_\w+)":', table, re.M)
     assert len(keys) == len(set(keys)) == len(database.EQUATIONS) == 100  # no record silently overwritten
     assert keys[0] == "feynman_I_6_2a" and keys[-1] == "feynman_III_21_20"
@@ -73,17 +75,17 @@ def test_roots_split_or_merged_are_the_same_solution_on_positive_ranges():
     table = srbench.symbol_table("circular_velocity")
     true = srbench.true_expression("circular_velocity")
     for text in ("6.2814*sqrt(M)/sqrt(r)", "6.2814*sqrt(M/r)"):
-        assert srbench.symbolic_solution(true, expression_text.parse(text, table)), text
-    assert not srbench.symbolic_solution(true, expression_text.parse("6.2814*M/sqrt(r)", table))
+        assert srbench_criterion.symbolic_solution(true, expression_text.parse(text, table)), text
+    assert not srbench_criterion.symbolic_solution(true, expression_text.parse("6.2814*M/sqrt(r)", table))
 
 
 def test_physo_rates_are_fractions_of_table_equations():
-    assert len(database.PHYSO_RATES) == 97
-    for name, rates in database.PHYSO_RATES.items():
+    assert len(physo_results.PHYSO_RATES) == 97
+    for name, rates in physo_results.PHYSO_RATES.items():
         assert name in database.EQUATIONS
         assert set(rates) <= {0.0, 0.001, 0.01, 0.1} and {0.0, 0.001, 0.01} <= set(rates)
         assert all(0.0 <= r <= 1.0 for r in rates.values())
-    assert "commit" in database.PHYSO_SOURCE and "results_summary.csv" in database.PHYSO_SOURCE
+    assert "commit" in physo_results.PHYSO_SOURCE and "results_summary.csv" in physo_results.PHYSO_SOURCE
 
 
 x, y, z = sympy.symbols("x y z")
@@ -101,23 +103,23 @@ TRUE = x**2 * y / z
     (sympy.Integer(0), False),                # the zero model (ratio 0 is a constant, yet not a solution)
 ])
 def test_symbolic_solution_on_known_cases(model, solved):
-    assert srbench.symbolic_solution(TRUE, model) is solved
+    assert srbench_criterion.symbolic_solution(TRUE, model) is solved
 
 
 def test_symbolic_solution_with_a_sympy_name_as_variable():
     true = srbench.true_expression("feynman_I_39_11")  # 1/(gamma-1)*pr*V
     table = srbench.symbol_table("feynman_I_39_11")
-    assert srbench.symbolic_solution(true, expression_text.parse("-1.0*V*pr/(1 - gamma)", table))
-    assert not srbench.symbolic_solution(true, expression_text.parse("V*pr/gamma", table))
+    assert srbench_criterion.symbolic_solution(true, expression_text.parse("-1.0*V*pr/(1 - gamma)", table))
+    assert not srbench_criterion.symbolic_solution(true, expression_text.parse("V*pr/gamma", table))
     # the database's pi is 3.1415926535 to SRBench: a fitted 1/(2*pi) coefficient is the same law
     true = srbench.true_expression("feynman_II_13_17")
     model = expression_text.parse("0.159154943091895*I/(c**2*epsilon*r)", srbench.symbol_table("feynman_II_13_17"))
-    assert srbench.symbolic_solution(true, model)
+    assert srbench_criterion.symbolic_solution(true, model)
 
 
 def test_a_check_that_runs_too_long_is_not_solved():
     big = sum(sympy.sin(k * x + y) ** k * sympy.exp(x / (k + y)) for k in range(1, 25))
-    out = srbench.assess(big, big + x * sympy.cos(y) ** 7, timeout=0.3)
+    out = srbench_criterion.assess(big, big + x * sympy.cos(y) ** 7, timeout=0.3)
     assert out["timed_out"] and not out["solved"]
 
 
@@ -130,7 +132,7 @@ def test_one_easy_equation_end_to_end_and_resume(tmp_path):
     (cell,) = result["cells"].values()
     assert cell["equation"] == "feynman_I_12_1" and cell["noise"] == 0.0 and cell["seed"] == 0
     assert cell["error"] is None and cell["solved"] is True and cell["cpu_seconds"] > 0
-    assert srbench.symbolic_solution(srbench.true_expression("feynman_I_12_1"),
+    assert srbench_criterion.symbolic_solution(srbench.true_expression("feynman_I_12_1"),
                                      expression_text.parse(cell["expression"], srbench.symbol_table("feynman_I_12_1")))
     summary = result["summary"]["0.0"]
     assert summary["equations"] == 1 and summary["solved_expected"] == 1 and summary["physo_solved_expected"] == 1.0
