@@ -86,6 +86,9 @@ training settings; ``model_overrides`` merge too). ``budget`` takes ``path["whol
 TOKENS = {"name": "tokens", "change": "the anchor: the toolkit's tiny GPT on the token sequences (the controls' "
           "tokens row; width 128, rotary positions, its own lr, the time-step token)"}
 WHOLE = RUNGS.index(next(r for r in RUNGS if r["name"] == "whole"))
+CONTROL_ATTENTION = "softmax"
+"""The attention of the controls' own model: the path's rows with it at rung 0, and its anchor, are the controls'
+rows (``W3-s<seed>``, ``tokens``), and the other attentions are read against it."""
 NEGATIVES = ("W1", "W3-untrained")
 UNTRAINED = "bins-in-untrained"
 UNTRAINED_RULE = ("the trained bins-in rows learned more than their inputs give only where their pooled departure "
@@ -127,7 +130,7 @@ def rung_settings(controls: dict, path: dict) -> list[dict]:
 def row_name(rung: str, attention: str, seed: int, width: int | None = None, budget: float | None = None) -> str:
     """``<rung>-<attention>[-w<width>-x<budget>]-s<seed>``; softmax's rung 0 keeps the controls' name
     ``W3-s<seed>``, and softmax's anchor theirs, ``tokens``."""
-    if attention == "softmax" and rung == "positions":
+    if attention == CONTROL_ATTENTION and rung == "positions":
         return f"W3-s{seed}"
     size = f"-w{width}-x{budget:g}" if width is not None else ""
     return f"{rung}-{attention}{size}-s{seed}"
@@ -162,10 +165,10 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
         if r["rung"] not in chosen:
             continue
         for attention in path["attentions"]:
-            control = attention == "softmax" and r["rung"] == "positions"
+            control = attention == CONTROL_ATTENTION and r["rung"] == "positions"
             for seed in (controls["seeds"] if control and seeds == controls["seeds"][:1] else seeds):
                 rows.append(_row(r, attention, seed))
-    if UNTRAINED in chosen and "softmax" in path["attentions"] and seeds == controls["seeds"][:1]:
+    if UNTRAINED in chosen and CONTROL_ATTENTION in path["attentions"] and seeds == controls["seeds"][:1]:
         rows.append(_untrained(next(r for r in rungs if r["rung"] == "bins-in"), seeds[0]))
     whole = rungs[WHOLE]
     sizes = path.get("sizes", {})
@@ -180,7 +183,7 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
     if controls.get("token_train") and TOKENS["name"] in chosen:
         for attention in path["attentions"]:
             for seed in seeds:
-                name = "tokens" if attention == "softmax" and seed == controls["seeds"][0] else \
+                name = "tokens" if attention == CONTROL_ATTENTION and seed == controls["seeds"][0] else \
                     f"tokens-{attention}-s{seed}"
                 train = {**controls["token_train"], "seed": seed}
                 rows.append({"name": name, "window": None, "train": train, "attention": attention, "rung": "tokens",
@@ -192,7 +195,7 @@ def configurations(controls: dict, path: dict, seeds: list[int] | None = None) -
 def _untrained(rung: dict, seed: int) -> dict:
     """:data:`UNTRAINED`: ``rung``'s softmax model at its initialisation (one step at learning rate 0, no noise, as
     the controls' ``W3-untrained``), a negative control marked ``negative``."""
-    row = _row(rung, "softmax", seed)
+    row = _row(rung, CONTROL_ATTENTION, seed)
     row["train"].update(max_steps=1, lr=0.0, input_noise=0.0, checkpoint_every=1, eval_every=1, log_every=1)
     return {**row, "name": UNTRAINED, "rung": UNTRAINED, "negative": True,
             "change": f"negative control: {rung['rung']}'s model untrained (one step at learning rate 0)"}
@@ -281,13 +284,14 @@ def answer(rows: list[dict], path: dict) -> dict:
                           if shares else None,
                           "restored": any(3 * k >= 2 * n and n >= 3 for k, n in shares.values()) if shares else None}
     untrained = next((r for r in negatives if r["name"] == UNTRAINED), None)
-    if "softmax" in out and untrained is not None:
-        out["softmax"]["untrained"] = _beyond_untrained(untrained, [r for r in rows if r["attention"] == "softmax"
-                                                                     and r["rung"] == "bins-in"])
-    if "softmax" in out:
-        soft = {r["rung"]: r for r in rows if r["attention"] == "softmax" and r["seed"] == first and not r["width_row"]}
+    if CONTROL_ATTENTION in out and untrained is not None:
+        trained = [r for r in rows if r["attention"] == CONTROL_ATTENTION and r["rung"] == "bins-in"]
+        out[CONTROL_ATTENTION]["untrained"] = _beyond_untrained(untrained, trained)
+    if CONTROL_ATTENTION in out:
+        soft = {r["rung"]: r for r in rows
+                if r["attention"] == CONTROL_ATTENTION and r["seed"] == first and not r["width_row"]}
         for attention in out:
-            if attention == "softmax":
+            if attention == CONTROL_ATTENTION:
                 continue
             apart = []
             for r in rows:
@@ -299,7 +303,7 @@ def answer(rows: list[dict], path: dict) -> dict:
                     apart.append(r["rung"])
             out[attention]["departure_apart_from_softmax_at"] = apart
             out[attention]["differs_from_softmax"] = bool(apart) or (
-                (out[attention]["lost_at"] or {}).get("rung") != (out["softmax"]["lost_at"] or {}).get("rung"))
+                (out[attention]["lost_at"] or {}).get("rung") != (out[CONTROL_ATTENTION]["lost_at"] or {}).get("rung"))
     return out
 
 
@@ -355,14 +359,14 @@ def run_path(study, config: dict, workers: int, progress: bool, log_to: str = "n
                 if _first_seed_name(c, seeds[0]) in again and c["name"] not in done]
         if more:
             rows += _annotate(run(more), more, study, controls)
-    control_rows = [r for r in rows if r["attention"] == "softmax" and r["rung"] == "positions"] + negatives
+    control_rows = [r for r in rows if r["attention"] == CONTROL_ATTENTION and r["rung"] == "positions"] + negatives
     return rows, control_rows
 
 
 def _first_seed_name(conf: dict, first: int) -> str:
     """The name of ``conf``'s row at the first training seed (what :func:`replication` names)."""
     if conf["rung"] == "tokens":
-        return "tokens" if conf["attention"] == "softmax" else f"tokens-{conf['attention']}-s{first}"
+        return "tokens" if conf["attention"] == CONTROL_ATTENTION else f"tokens-{conf['attention']}-s{first}"
     width = conf["width"] if conf["budget"] is not None else None
     return row_name(conf["rung"], conf["attention"], first, width, conf["budget"])
 
