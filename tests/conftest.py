@@ -67,7 +67,8 @@ def tiny_controls(seeds: tuple[int, ...] = (0,)) -> dict:
     sequences): for tests of a study's plumbing, not of what the models learn."""
     from orbitlaw.study import presets
 
-    return presets._controls(64, 48, 8, 4, list(seeds), {"seeds": 1, "points": 300, "restarts": 1, "budget": 2000}, 4,
+    return presets._controls(pretrain=64, probe=48, steps=8, probe_steps=4, seeds=list(seeds),
+                             discover={"seeds": 1, "points": 300, "restarts": 1, "budget": 2000}, token_steps=4,
                              token_batch=4)
 
 

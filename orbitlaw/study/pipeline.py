@@ -58,9 +58,10 @@ def run_study(preset: str, out: str | Path, attentions: list[str] | None = None,
             raise ValueError(f"--llm-results {directory}: no results.json (run `orbitlaw llm run` there first)")
     study = stages.Study(out, progress)
     check_same_study(study, config)
-    if not study_preset(preset).models:  # the controls (or the path) alone
+    kind = study_preset(preset).kind
+    if kind != "models":  # the controls (or the path) alone
         write_json_atomic(study.path("study.json"), {"config": config, "code_version": code_version()})
-        if "path" in config:
+        if kind == "path":
             rows, controls = run_path(study, config, workers, progress, log_to)
             return _finish(study, {"models": [], "controls": controls, "controls_passes": path_passes(controls),
                                    "path": rows, "path_summary": summary(rows),

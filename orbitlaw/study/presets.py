@@ -41,28 +41,36 @@ from dataclasses import dataclass
 
 from orbitlaw.discovery.sr.rule import PRECISION
 
+KINDS = ("models", "controls", "path")
+"""What a study preset runs: attention models with the controls beside them, the controls alone, or the path."""
+
 
 @dataclass(frozen=True)
 class StudyPreset:
     """One study preset of ``orbitlaw run``.
 
     name: ``--preset``'s spelling; summary: one line for ``--help``; config: every stage's sizes, which
-    :func:`study_config` resolves under a protocol; models: whether it trains attention models (False: the controls
-    or the path alone); notes: what it cannot match of the reference at its scale (``config["notes"]``);
-    reference_scale: the reference's 108.5M GPT, which trains in bf16 under the ``orbitlaw`` protocol (noted) and
+    :func:`study_config` resolves under a protocol; kind: what it runs (:data:`KINDS`: attention models beside
+    the controls, the controls alone, or the path from the controls); notes: what it cannot match of the reference
+    at its scale (``config["notes"]``); reference_scale: the reference's 108.5M GPT, which trains in bf16 under the ``orbitlaw`` protocol (noted) and
     in fp32 under ``reference``; pipeline_check: its numbers only show that the pipeline works (the report says so).
     """
 
     name: str
     summary: str
     config: dict
-    models: bool = True
+    kind: str = "models"
     notes: tuple[str, ...] = ()
     reference_scale: bool = False
     pipeline_check: bool = False
 
+    @property
+    def models(self) -> bool:
+        """Whether it trains attention models (the controls and the path alone do not)."""
+        return self.kind == "models"
 
-def _train(preset: str, pos: str, steps: int, batch: int, lr: float, schedule: str, warmup: int, eval_every: int,
+
+def _train(*, preset: str, pos: str, steps: int, batch: int, lr: float, schedule: str, warmup: int, eval_every: int,
            checkpoint_every: int, log_every: int, eval_sequences: int, **extra) -> dict:
     """A pretraining recipe in the keys of :class:`orbitlaw.models.train.TrainConfig` (``steps`` x ``batch``
     sequences at learning rate ``lr``; ``extra``: further keys, appended)."""
@@ -71,7 +79,7 @@ def _train(preset: str, pos: str, steps: int, batch: int, lr: float, schedule: s
             "log_every": log_every, "eval_sequences": eval_sequences, **extra}
 
 
-def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: list[int], discover: dict,
+def _controls(*, pretrain: int, probe: int, steps: int, probe_steps: int, seeds: list[int], discover: dict,
               token_steps: int, token_batch: int = 16) -> dict:
     """The controls of :mod:`orbitlaw.study.controls` at a given size (``binary`` data; ``probe`` systems in the
     probe set: the fine-tuned probe trains on the first three quarters and holds out the last quarter; the
@@ -96,8 +104,10 @@ def _controls(pretrain: int, probe: int, steps: int, probe_steps: int, seeds: li
                   "checkpoint_every": max(1, steps // 4),
                   "log_every": max(1, steps // 20), "eval_sequences": 32},
         "full_train": {"batch_size": 32},
-        "token_train": _train("tiny", "rope", token_steps, token_batch, 1e-3, "cosine", max(1, token_steps // 10),
-                              token_steps, max(1, token_steps // 4), max(1, token_steps // 20), 16),
+        "token_train": _train(preset="tiny", pos="rope", steps=token_steps, batch=token_batch, lr=1e-3,
+                              schedule="cosine", warmup=max(1, token_steps // 10), eval_every=token_steps,
+                              checkpoint_every=max(1, token_steps // 4), log_every=max(1, token_steps // 20),
+                              eval_sequences=16),
         # the fine-tuned probe: 3,000 cosine steps on 3,000 training systems (the weak corner of the prior,
         # m2 < 0.3 M_sun and r > 3 AU, needs them), the held-out quarter (1,000 systems) read by symbolic
         # regression; windows_per_sequence 25: each step reads a quarter of each sequence's windows, drawn anew
@@ -118,10 +128,11 @@ _SR = {"seeds": 5, "points": 1000, "restarts": 3, "budget": 30_000}
 
 def _full_controls() -> dict:
     """The controls at the size whose pass rule is judged (three training seeds; 32 minutes on 2 CPU cores)."""
-    return {**_controls(2000, 4000, 8000, 3000, [0, 1, 2], _SR, 300), "bin_oracles": True}
+    return {**_controls(pretrain=2000, probe=4000, steps=8000, probe_steps=3000, seeds=[0, 1, 2], discover=_SR,
+                        token_steps=300), "bin_oracles": True}
 
 
-def _model_study(pretrain_data: dict, probe_data: dict, train: dict, evaluate: dict, probe: dict, solar_steps: int,
+def _model_study(*, pretrain_data: dict, probe_data: dict, train: dict, evaluate: dict, probe: dict, solar_steps: int,
                  linear_probe: dict, discover: dict, figure_sequences: int, archs: list[str], inductive_bias: dict,
                  rollout: dict, controls: dict) -> dict:
     """The sizes of a study with attention models, from what its preset sets; the rest every such study shares
@@ -149,18 +160,21 @@ def _model_study(pretrain_data: dict, probe_data: dict, train: dict, evaluate: d
 def _reference_scale(pos: str) -> dict:
     """The reference's recipe (module docstring) with positions ``pos``; bf16 until the protocol says otherwise."""
     return _model_study(
-        {"preset": "vafa2025", "splits": {"train": 10_000_000, "val": 10_000}},
-        {"preset": "two-body-exoplanet", "splits": {"train": 10_000}},
-        _train("gpt-109m", pos, 600_000, 512, 6e-4, "constant", 0, 5_000, 5_000, 100, 256, seed=0, precision="bf16"),
-        {"sequences": 1_000, "extrapolation_sequences": 32},
-        {"steps": 10_000, "batch": 64, "checkpoint_every": 500, "train_sequences": 9_000, "heldout_sequences": 1_000,
-         "eval_train_sequences": 256, "near_train": 5_000},
-        2_000, {"sequences": 2_000, "steps_per_sequence": 10}, _SR, 8, [],
-        {"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000},
-        {"prompt_steps": 100, "steps": 200}, _full_controls())
+        pretrain_data={"preset": "vafa2025", "splits": {"train": 10_000_000, "val": 10_000}},
+        probe_data={"preset": "two-body-exoplanet", "splits": {"train": 10_000}},
+        train=_train(preset="gpt-109m", pos=pos, steps=600_000, batch=512, lr=6e-4, schedule="constant", warmup=0,
+                     eval_every=5_000, checkpoint_every=5_000, log_every=100, eval_sequences=256, seed=0,
+                     precision="bf16"),
+        evaluate={"sequences": 1_000, "extrapolation_sequences": 32},
+        probe={"steps": 10_000, "batch": 64, "checkpoint_every": 500, "train_sequences": 9_000,
+               "heldout_sequences": 1_000, "eval_train_sequences": 256, "near_train": 5_000},
+        solar_steps=2_000, linear_probe={"sequences": 2_000, "steps_per_sequence": 10}, discover=_SR,
+        figure_sequences=8, archs=[],
+        inductive_bias={"datasets": 100, "sequences": 100, "iterations": 100, "samples": 2000},
+        rollout={"prompt_steps": 100, "steps": 200}, controls=_full_controls())
 
 
-def _path(whole_train: dict, widths: list[int]) -> dict:
+def _path(*, whole_train: dict, widths: list[int]) -> dict:
     """The path from the positive control to a GPT over the toolkit's tokens (:mod:`orbitlaw.study.path`): the
     controls' data, positive control and probe, then one change per rung, each rung with every attention, and at
     the last rung two ``widths`` and three training budgets (multiples of its steps) for softmax and LSSAR; the
@@ -209,36 +223,43 @@ _TINY_NOTES = (
 
 STUDY_PRESETS: dict[str, StudyPreset] = {p.name: p for p in (
     StudyPreset("smoke", "minutes, CPU", _model_study(
-        {"preset": "two-body", "splits": {"train": 256, "val": 32}}, {"preset": "two-body", "splits": {"train": 120}},
+        pretrain_data={"preset": "two-body", "splits": {"train": 256, "val": 32}},
+        probe_data={"preset": "two-body", "splits": {"train": 120}},
         # every stage at the fewest steps that exercise it (a loss curve of four points, a resumable checkpoint
         # half-way): its numbers only show that the pipeline works
-        _train("tiny", "rope", 16, 4, 1e-3, "cosine", 4, 8, 8, 4, 8, seed=0),
-        {"sequences": 16, "extrapolation_sequences": 1},
-        {"steps": 16, "batch": 8, "checkpoint_every": 8, "train_sequences": 100, "heldout_sequences": 20,
-         "eval_train_sequences": 16, "near_train": 1000},
-        8, {"sequences": 100, "steps_per_sequence": 5}, _SMOKE_SR, 2, ["lstm"],
-        {"datasets": 2, "sequences": 6, "iterations": 3, "samples": 60}, {"prompt_steps": 8, "steps": 24},
-        _controls(64, 48, 8, 4, [0], _SMOKE_SR, 4, token_batch=4)),
+        train=_train(preset="tiny", pos="rope", steps=16, batch=4, lr=1e-3, schedule="cosine", warmup=4,
+                     eval_every=8, checkpoint_every=8, log_every=4, eval_sequences=8, seed=0),
+        evaluate={"sequences": 16, "extrapolation_sequences": 1},
+        probe={"steps": 16, "batch": 8, "checkpoint_every": 8, "train_sequences": 100, "heldout_sequences": 20,
+               "eval_train_sequences": 16, "near_train": 1000},
+        solar_steps=8, linear_probe={"sequences": 100, "steps_per_sequence": 5}, discover=_SMOKE_SR,
+        figure_sequences=2, archs=["lstm"],
+        inductive_bias={"datasets": 2, "sequences": 6, "iterations": 3, "samples": 60},
+        rollout={"prompt_steps": 8, "steps": 24},
+        controls=_controls(pretrain=64, probe=48, steps=8, probe_steps=4, seeds=[0], discover=_SMOKE_SR,
+                           token_steps=4, token_batch=4)),
         notes=_TINY_NOTES, pipeline_check=True),
     StudyPreset("cpu", "about an hour on 2 cores", _model_study(
-        {"preset": "two-body", "splits": {"train": 20_000, "val": 256}},
-        {"preset": "two-body", "splits": {"train": 2_000}},
-        _train("tiny", "rope", 800, 16, 1e-3, "cosine", 50, 100, 100, 25, 64, seed=0),
-        {"sequences": 128, "extrapolation_sequences": 4},
-        {"steps": 300, "batch": 16, "checkpoint_every": 100, "train_sequences": 1800, "heldout_sequences": 200,
-         "eval_train_sequences": 64, "near_train": 5000},
-        100, {"sequences": 1000, "steps_per_sequence": 10}, _SR, 4, [],
-        {"datasets": 10, "sequences": 32, "iterations": 100, "samples": 1000}, {"prompt_steps": 32, "steps": 96},
-        _full_controls()),
+        pretrain_data={"preset": "two-body", "splits": {"train": 20_000, "val": 256}},
+        probe_data={"preset": "two-body", "splits": {"train": 2_000}},
+        train=_train(preset="tiny", pos="rope", steps=800, batch=16, lr=1e-3, schedule="cosine", warmup=50,
+                     eval_every=100, checkpoint_every=100, log_every=25, eval_sequences=64, seed=0),
+        evaluate={"sequences": 128, "extrapolation_sequences": 4},
+        probe={"steps": 300, "batch": 16, "checkpoint_every": 100, "train_sequences": 1800, "heldout_sequences": 200,
+               "eval_train_sequences": 64, "near_train": 5000},
+        solar_steps=100, linear_probe={"sequences": 1000, "steps_per_sequence": 10}, discover=_SR,
+        figure_sequences=4, archs=[],
+        inductive_bias={"datasets": 10, "sequences": 32, "iterations": 100, "samples": 1000},
+        rollout={"prompt_steps": 32, "steps": 96}, controls=_full_controls()),
         notes=_TINY_NOTES),
     StudyPreset("gpu-109m", "reference scale", _reference_scale("learned"), reference_scale=True),
-    StudyPreset("controls", "the controls alone", {"controls": _full_controls()}, models=False),
+    StudyPreset("controls", "the controls alone", {"controls": _full_controls()}, kind="controls"),
     StudyPreset("path", "the path from the positive control to a GPT over tokens, one change per rung: docs/path.md",
                 # the whole-sequence rung trains as the controls' `tokens` row does (300 steps of 16 sequences):
                 # its head over 2 x 7000 bins at every position costs about a second a step on one core
-                _path({"batch_size": 16, "max_steps": 300}, [64, 128]), models=False),
+                _path(whole_train={"batch_size": 16, "max_steps": 300}, widths=[64, 128]), kind="path"),
     StudyPreset("path-gpu", "path's rungs at sizes and budgets for one GPU",
-                _path({"batch_size": 64, "max_steps": 8000}, [128, 384]), models=False),
+                _path(whole_train={"batch_size": 64, "max_steps": 8000}, widths=[128, 384]), kind="path"),
     StudyPreset("gpu-109m-rope", "gpu-109m with rotary positions, for length extrapolation", _reference_scale("rope"),
                 notes=("rotary positions (for length extrapolation); the reference GPT has learned positions",),
                 reference_scale=True),
@@ -289,15 +310,15 @@ def study_config(preset: str, attentions: list[str] | None = None, seed: int | N
     config["protocol"] = protocol
     config["verdict_rule"] = {**VERDICT_RULE[protocol], "protocol": protocol}
     config["notes"] = []
-    if "path" in config:
+    if record.kind == "path":
         if protocol == "reference":
             _reference_path(config)
         else:
             config["path"].pop("reference", None)
     if config.get("controls"):
         _resolve_controls(config["controls"], protocol, seed)
-    if not record.models:  # the controls (or the path) alone: no attention models, no LLM baselines
-        if attentions and "path" in config:
+    if record.kind != "models":  # the controls (or the path) alone: no attention models, no LLM baselines
+        if attentions and record.kind == "path":
             config["path"]["attentions"] = _attentions(attentions)
         return config
     config["probe"]["protocol"] = protocol
