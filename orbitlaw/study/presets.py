@@ -50,10 +50,11 @@ class StudyPreset:
     """One study preset of ``orbitlaw run``.
 
     name: ``--preset``'s spelling; summary: one line for ``--help``; config: every stage's sizes, which
-    :func:`study_config` resolves under a protocol; kind: what it runs (:data:`KINDS`: attention models beside
-    the controls, the controls alone, or the path from the controls); notes: what it cannot match of the reference
-    at its scale (``config["notes"]``); reference_scale: the reference's 108.5M GPT, which trains in bf16 under the ``orbitlaw`` protocol (noted) and
-    in fp32 under ``reference``; pipeline_check: its numbers only show that the pipeline works (the report says so).
+    :func:`study_config` resolves under a protocol; kind: what it runs (:data:`KINDS`: attention models beside the
+    controls, the controls alone, or the path from the controls); notes: what it cannot match of the reference at
+    its scale (``config["notes"]``); reference_scale: the reference's 108.5M GPT, which trains in bf16 under the
+    ``orbitlaw`` protocol (noted) and in fp32 under ``reference``; pipeline_check: its numbers only show that the
+    pipeline works (the report says so).
     """
 
     name: str
