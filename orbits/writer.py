@@ -152,6 +152,13 @@ def _simulate_locked(preset, splits, seed, out: Path, workers, params, spec, con
     return _publish(_build_staged(preset, splits, seed, out, workers, params, spec, config, digest, progress), out)
 
 
+POOL_MIN_SEQUENCES = 2 * SHARD_SIZE
+"""Fewer Kepler sequences than this (two full blocks) are simulated in the calling process whatever ``workers``
+says: a spawned worker takes about 1.5 s to start and import, more than a few hundred analytic sequences take
+(0.3 s of 288 two-body sequences, against 1.7 s more with two workers). Interacting presets (REBOUND) always use
+the pool. The bytes are the same either way."""
+
+
 def _build_staged(preset, splits, seed, out: Path, workers, params, spec, config, digest, progress) -> Path:
     """Write (or resume) the dataset in its staging directory ``.OUT.partial`` beside ``out``, manifest last;
     returns the staging directory."""
@@ -189,6 +196,8 @@ def _build_staged(preset, splits, seed, out: Path, workers, params, spec, config
     done = _still_written(stage, layouts, _read_done(done_path))
     todo = [(str(stage), config, layouts[s], s, b, c) for s, b, c in blocks(splits) if (s, b) not in done]
     total = sum(splits.values())
+    if not presets.record(preset).interacting(params) and sum(t[-1] for t in todo) < POOL_MIN_SEQUENCES:
+        workers = 1  # a few Kepler blocks: starting worker processes would take longer than simulating them
     _run_blocks(todo, done, done_path, workers, total, progress, preset)
 
     _fsync_tree(stage)
