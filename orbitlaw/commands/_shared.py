@@ -31,3 +31,16 @@ def names(text: str, flag: str) -> list[str]:
     if not all(listed):
         raise ValueError(f"{flag} must be comma-separated column names, got {text!r}")
     return listed
+
+
+def config_fields(args, config, **given) -> dict:
+    """The keyword arguments of dataclass ``config`` from parsed ``args``: every field whose name is a flag's
+    ``dest`` takes the flag's value, and ``given`` (fields the command computes from its flags) the rest, so a
+    command never copies its flags one keyword at a time."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config)}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise TypeError(f"{config.__name__} has no field {', '.join(unknown)}")
+    return {**{n: getattr(args, n) for n in names if hasattr(args, n)}, **given}

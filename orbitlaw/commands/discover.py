@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orbitlaw.commands._shared import command, default_workers, names
+from orbitlaw.commands._shared import command, config_fields, default_workers, names
 from orbitlaw.discovery.sr.rule import PRECISION
 
 
@@ -68,12 +68,10 @@ def run(args) -> int:
     settings = SearchSettings(maxsize=args.maxsize, **({} if args.budget is None else {"budget": args.budget}))
     at_least(settings, 3, "maxsize")
     at_least(settings, 100, "budget")
-    config = DiscoverConfig(target=args.target, features=names(args.features, "--features"), backend=args.backend,
-                            seeds=args.seeds, first_seed=args.seed, points=args.points, restarts=args.restarts,
-                            selection=args.selection, settings=settings, workers=args.workers,
-                            metric=args.metric or "auto", protocol=args.protocol, tolerance=args.tolerance,
-                            quantity=args.quantity, subset=names(args.subset, "--subset") if args.subset else [],
-                            units=unit_map(args.units) if args.units is not None else None)
+    config = DiscoverConfig(**config_fields(
+        args, DiscoverConfig, features=names(args.features, "--features"), first_seed=args.seed, settings=settings,
+        metric=args.metric or "auto", subset=names(args.subset, "--subset") if args.subset else [],
+        units=unit_map(args.units) if args.units is not None else None))
     with OutputLock.beside(out, f"law {out}"):  # one writer (and resumer) per law file
         law = _discover(out, args.input, config)
     print(json.dumps({**{k: law[k] for k in ("expression", "verdict", "newtonian", "power_law", "newton_departure",
