@@ -135,7 +135,7 @@ def weights_id(run: Path) -> str:
         raise ValueError(f"{run} has no checkpoint")
     if where.name.startswith("ckpt-"):
         return where.name
-    return "sha256:" + json.loads((where / CHECKSUMS).read_text())["sha256"]["model.safetensors"]
+    return "sha256:" + _sha256(_checked_file(where, "model.safetensors"))  # checked (or allowed unchecked) first
 
 
 def _sha256(path: Path) -> str:

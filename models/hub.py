@@ -43,15 +43,9 @@ def _hub():
         import huggingface_hub.constants
         import huggingface_hub.errors
     except ImportError:
-        raise ImportError("reaching the Hugging Face Hub needs huggingface_hub: pip install 'orbitlaw[hub]' "
-                          "(a pretrained folder on disk needs nothing more)") from None
+        raise ValueError("reaching the Hugging Face Hub needs huggingface_hub: pip install 'orbitlaw[hub]' "
+                         "(a pretrained folder on disk needs nothing more)") from None
     return huggingface_hub
-
-
-def _failures(hub) -> tuple[type[BaseException], ...]:
-    """What reaching the Hub raises for a refusal, a missing repo or a network failure (the client's own errors,
-    and the OS's for a connection that fails below them)."""
-    return (hub.errors.HfHubHTTPError, hub.errors.LocalEntryNotFoundError, OSError)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -72,13 +66,27 @@ def run_record(run: str | Path) -> dict:
         last.update({k: v for k, v in row.items() if v is not None})
     if rows or "metrics" not in record:  # a pretrained folder has no metrics.jsonl: it keeps the metrics it holds
         record["metrics"] = last
-    manifest = Path(record.get("dataset", {}).get("path", "")) / "manifest.json"
-    if manifest.is_file():
+    dataset = record.get("dataset") if isinstance(record.get("dataset"), dict) else {}
+    manifest = Path(dataset["path"]) / "manifest.json" if dataset.get("path") else None
+    if manifest is not None and manifest.is_file():
         try:
-            record["dataset"]["manifest_sha256"] = json.loads(manifest.read_text()).get("manifest_sha256")
+            found = json.loads(manifest.read_text())
         except ValueError:
-            pass
+            found = {}
+        if isinstance(found, dict) and found.get("config_hash") == dataset.get("config_hash"):  # still that dataset
+            dataset["manifest_sha256"] = found.get("manifest_sha256")
     return record
+
+
+def _replaceable(directory: Path) -> bool:
+    """Whether ``directory`` is a pretrained folder this module wrote (its config says so, and it holds nothing
+    else), which :func:`save_pretrained` may replace; any other directory is never touched."""
+    try:
+        config = json.loads((directory / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    extra = {p.name for p in directory.iterdir()} - set(FILES) - {".cache"}
+    return isinstance(config, dict) and config.get("model_type") == MODEL_TYPE and not extra
 
 
 def save_pretrained(model, directory: str | Path, run: str | Path | None = None, *, record: dict | None = None) -> Path:
@@ -91,10 +99,14 @@ def save_pretrained(model, directory: str | Path, run: str | Path | None = None,
     directory = Path(directory)
     if record is None:
         record = run_record(run) if run is not None else {}
-    config = {**record, "model": model.config.to_dict(), "model_type": MODEL_TYPE,
+    config = {"context": model.config.block_size,  # a model saved without its run reads its whole block
+              **record, "model": model.config.to_dict(), "model_type": MODEL_TYPE,
               "saved_by": {"library": "orbitlaw", "code_version": code_version()}}
+    if directory.exists() and not _replaceable(directory):
+        raise ValueError(f"{directory} exists and is not a pretrained folder of orbitlaw's; choose another directory")
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp's 0700 would keep the folder from whoever it is shared with
     try:
         weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         save_file(weights, tmp / "model.safetensors", metadata={"format": "pt", "model_type": MODEL_TYPE})
@@ -102,14 +114,16 @@ def save_pretrained(model, directory: str | Path, run: str | Path | None = None,
         write_json_atomic(tmp / checkpoint.CHECKSUMS, {"sha256": {"model.safetensors": digest}})
         write_json_atomic(tmp / "config.json", config)
         write_text_atomic(tmp / "README.md", model_card(config, model.num_parameters(), digest))
-        if directory.exists():
-            if not (directory / "config.json").exists() or (directory / "latest").exists():
-                raise ValueError(f"{directory} exists and is not a pretrained folder; choose another directory")
-            old = directory.with_name(f".{directory.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(directory, old)
-            os.replace(tmp, directory)
-            shutil.rmtree(old, ignore_errors=True)
+        if directory.exists():  # checked above: a pretrained folder of ours, swapped for the new one
+            old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
+            os.replace(directory, old / "folder")
+            try:
+                os.replace(tmp, directory)
+            except BaseException:
+                os.replace(old / "folder", directory)  # put the old folder back
+                raise
+            finally:
+                shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, directory)
     finally:
@@ -125,9 +139,10 @@ def from_pretrained(path_or_repo: str | Path, *, device: str = "cpu", revision: 
     the model is in eval mode."""
     from orbitlaw.models.evaluate import load_run
 
-    local = Path(path_or_repo)
+    local = Path(path_or_repo).expanduser()
     if not local.exists():
-        if str(path_or_repo).startswith((".", "/", "~")) or str(path_or_repo).count("/") > 1:
+        text = str(path_or_repo)
+        if isinstance(path_or_repo, Path) or text.startswith((".", "/", "~")) or text.count("/") != 1:
             raise ValueError(f"{path_or_repo}: no such run directory or pretrained folder")
         hub = _hub()
         # real files in a folder of their own, not the cache's links into its blob store (which load_run refuses)
@@ -136,8 +151,9 @@ def from_pretrained(path_or_repo: str | Path, *, device: str = "cpu", revision: 
         try:
             local = Path(hub.snapshot_download(str(path_or_repo), revision=revision, token=token, endpoint=endpoint,
                                                local_dir=folder, allow_patterns=list(FILES)))
-        except _failures(hub) as exc:
-            raise ValueError(f"{path_or_repo}: the Hub could not give this model: {_first_line(exc)}") from None
+        except Exception as exc:  # the client's HTTP and connection errors, whichever library raises them
+            raise ValueError(f"{path_or_repo}: no such local directory, and the Hub could not give this model: "
+                             f"{_first_line(exc)}") from None
     return load_run(local, device=device)
 
 
@@ -155,8 +171,8 @@ def push_to_hub(model, repo_id: str, run: str | Path | None = None, *, record: d
             api.create_repo(repo_id, private=private, exist_ok=True)
             info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, revision=revision,
                                      commit_message=commit_message)
-        except _failures(hub) as exc:
-            raise ValueError(f"{repo_id}: the Hub refused the upload: {_first_line(exc)}") from None
+        except Exception as exc:  # the client's HTTP and connection errors, whichever library raises them
+            raise ValueError(f"{repo_id}: the upload to the Hub failed: {_first_line(exc)}") from None
     return str(getattr(info, "commit_url", info))
 
 

@@ -268,3 +268,15 @@ def inside(root: Path, path: Path, what: str) -> Path:
     if real != real_root and not real.is_relative_to(real_root):
         raise ValueError(f"{path} leads outside the {what} {root} (a link or '..' out of it): refusing to read it")
     return real
+
+
+def fresh_stage(out: Path) -> Path:
+    """A new staging directory beside ``out`` for one call to build ``out`` in and rename (``.NAME.<random>.staging``,
+    mode 0755): never a name that another command resumes from, nor one that a concurrent call shares."""
+    import tempfile
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    os.chmod(stage, 0o755)
+    return stage

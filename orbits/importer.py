@@ -15,13 +15,15 @@ Sources (each system one sequence; units AU, years, solar masses; the plane z = 
   and optionally ``mass`` (M_sun, constant per body), ``vx``, ``vy`` (AU/yr) and ``z`` (must be 0). Times must be
   evenly spaced by one of the tokeniser's time steps (a week or six months) and every body present at each.
 
-The star is the heaviest body (the last body of a system when there are no masses), the planets the others in
-their given order: the datasets' body order (planets, then the star). Where masses are known, the force labels
-are the Newtonian forces of the positions (with a simulation's own G; the toolkit's G for a table) and the orbital
-elements the osculating ones of each planet about the star at the first step; a planet unbound from its star
-(e >= 1) is refused. Without masses the dataset trains and evaluates, and its forces, masses and elements are
-NaN. Velocities not given are central differences of the positions. A simulation must use G in AU, yr and M_sun
-(``sim.units = ("yr", "AU", "Msun")``, which REBOUND gives as 39.4769 against the toolkit's 4 pi^2 = 39.4784).
+The star is the heaviest body (the last body of a system when there are no masses), the planets the others in their
+given order: the datasets' body order (planets, then the star). Where masses are known, the force labels are the
+Newtonian forces of the positions (with a simulation's own G; the toolkit's G for a table) and, where the velocities
+are given too, the orbital elements are the osculating ones of each planet about the star at the first step; a
+planet unbound from its star (e >= 1) is refused. Without masses the dataset trains and evaluates, and its forces,
+masses and elements are NaN. Velocities not given are differences of the positions (central inside a trajectory,
+one-sided at its ends: a six-month step makes them coarse), and the elements are then NaN. A simulation must use G
+in AU, yr and M_sun (``sim.units = ("yr", "AU", "Msun")``, which REBOUND gives as 39.4769 against the toolkit's 4
+pi^2 = 39.4784).
 
 The dataset's preset is ``imported``; its manifest records the source (kind, file names and sha256s), what was
 derived and the checksum of every file, so ``orbitlaw verify`` checks it as any other. It is written under a
@@ -49,7 +51,7 @@ from orbitlaw.orbits.presets import IMPORTED
 from orbitlaw.orbits.reader import load_dataset
 from orbitlaw.orbits.systems import empty_batch
 from orbitlaw.orbits.tokenizer import TIME_STEPS, TokenizerSpec
-from orbitlaw.provenance import atomic_path, write_text_atomic
+from orbitlaw.provenance import atomic_path, fresh_stage, write_text_atomic
 
 TIME_STEP_NAMES = {"week": 0, "six-months": 1}
 """The tokeniser's time steps by name (:data:`~orbitlaw.orbits.tokenizer.TIME_STEPS`), for ``--time-step``."""
@@ -102,8 +104,18 @@ def _check_units(sim, where: str) -> float:
     return float(sim.G)
 
 
-def _state(sim, where: str) -> tuple[np.ndarray, np.ndarray]:
+def _masses(sim, where: str) -> np.ndarray:
+    masses = np.array([p.m for p in sim.particles], dtype=np.float64)
+    if len(masses) < 2 or not np.all(masses > 0):
+        raise ValueError(f"{where}: needs at least two bodies, each with a positive mass (M_sun); a test particle "
+                         "(m = 0) has no force to learn")
+    return masses
+
+
+def _state(sim, where: str, bodies: int) -> tuple[np.ndarray, np.ndarray]:
     ps = sim.particles
+    if len(ps) != bodies:
+        raise ValueError(f"{where}: its number of bodies changes ({bodies}, then {len(ps)} at t = {sim.t:g} yr)")
     xyz = np.array([[p.x, p.y, p.z, p.vx, p.vy, p.vz] for p in ps], dtype=np.float64)
     if np.abs(xyz[:, [2, 5]]).max() > _PLANAR:
         raise ValueError(f"{where}: a body leaves the plane z = 0 (the toolkit's orbits are planar); rotate the "
@@ -119,11 +131,11 @@ def from_simulation(sim, steps: int, time_step: str = "six-months", name: str = 
     dt = TIME_STEPS[TIME_STEP_NAMES[time_step]]
     sim = sim.copy()
     t0 = sim.t
-    masses = np.array([p.m for p in sim.particles], dtype=np.float64)
+    masses = _masses(sim, name)
     pos, vel = [], []
     for k in range(steps):
         sim.integrate(t0 + k * dt, exact_finish_time=1)
-        p, v = _state(sim, name)
+        p, v = _state(sim, name, len(masses))
         pos.append(p)
         vel.append(v)
     order = _star_last(masses)
@@ -149,11 +161,11 @@ def from_archive(path: str | Path, time_step: str = "six-months", steps: int | N
     count = available if steps is None else min(steps, available)
     if count < 2:
         raise ValueError(f"{path}: it spans {archive.tmax - archive.tmin:g} yr, less than two {time_step} steps")
-    masses = np.array([p.m for p in first.particles], dtype=np.float64)
+    masses = _masses(first, str(path))
     pos, vel = [], []
     for k in range(count):
         sim = archive.getSimulation(archive.tmin + k * dt, mode="exact")
-        p, v = _state(sim, str(path))
+        p, v = _state(sim, str(path), len(masses))
         pos.append(p)
         vel.append(v)
     order = _star_last(masses)
@@ -175,6 +187,8 @@ def from_table(path: str | Path) -> list[Trajectory]:
     path = Path(path)
     try:
         table = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
+    except ImportError:
+        raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install 'orbitlaw[data]'") from None
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"{path}: not a readable table ({str(exc).splitlines()[0]})") from None
     missing = [c for c in TABLE_COLUMNS if c not in table.columns]
@@ -190,6 +204,9 @@ def from_table(path: str | Path) -> list[Trajectory]:
             raise ValueError(f"{path}: column {c!r} has a missing, non-numeric or non-finite value (row {row + 2} "
                              f"of the file: {table[c].iloc[row]!r})")
         table[c] = values
+    if table["system"].isna().any():
+        row = int(np.flatnonzero(table["system"].isna().to_numpy())[0])
+        raise ValueError(f"{path}: column 'system' is missing on row {row + 2} of the file")
     if "z" in table.columns and np.abs(table["z"]).max() > _PLANAR:
         raise ValueError(f"{path}: column 'z' is not 0 (the toolkit's orbits are planar); rotate the systems into "
                          "their orbital planes first")
@@ -270,8 +287,10 @@ def _arrays(trajs: list[Trajectory], steps: int, P: int, seq_len: int, spec: Tok
         batch.dt_index[i] = _time_step_index(traj.dt, traj.name)
         if np.isfinite(traj.masses).all():
             batch.masses[i, slots] = traj.masses
-            full = Trajectory(traj.positions, v, traj.masses, traj.dt, traj.G, traj.name)
-            batch.a[i, :N], batch.e[i, :N], batch.omega[i, :N], batch.mean_anomaly0[i, :N] = _elements(full)
+            if traj.velocities is not None:  # the elements need the true velocities (differences are too coarse)
+                batch.a[i, :N], batch.e[i, :N], batch.omega[i, :N], batch.mean_anomaly0[i, :N] = _elements(traj)
+            else:  # still refuse an unbound planet, by the central difference at the second state
+                _elements(Trajectory(traj.positions[1:], v[1:], traj.masses, traj.dt, traj.G, traj.name))
             batch.com[i] = traj.masses @ p[0] / traj.masses.sum()
             forces[i] = generate.gravitational_forces(pos[i:i + 1], batch.masses[i:i + 1],
                                                       strength=lambda r, g=traj.G: g / r**2)[0]
@@ -329,9 +348,7 @@ def write_dataset(trajectories: list[Trajectory], out: str | Path, *, val: int =
     check_split_names(splits)
     config = dataset_config(IMPORTED, params, spec, 0, splits)
     digest = config_hash(config)
-    stage = out.parent / f".{out.name}.partial"
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
+    stage = fresh_stage(out)
     try:
         done = {}
         for name, group in groups.items():

@@ -46,12 +46,29 @@ def test_a_run_saves_as_a_pretrained_folder_that_loads_and_reads_as_a_run(tiny_r
     (folder / "model.safetensors").write_bytes(bytes(blob))
     with pytest.raises(ValueError, match="checksum mismatch"):
         load_run(folder)
-    # a directory that is not a pretrained folder is never replaced
+    # a directory that is not a pretrained folder of orbitlaw's is never replaced: a folder of notes, a training run
+    # before its first checkpoint (config.json, no model_type), a pretrained folder with a file of the user's in it
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    r = run_cli("export", "--run", run, "--out", tmp_path / "other")
-    assert r.returncode == 2 and "not a pretrained folder" in r.stderr
-    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+    (tmp_path / "starting").mkdir()
+    (tmp_path / "starting" / "config.json").write_text((run / "config.json").read_text())
+    assert run_cli("export", "--run", run, "--out", tmp_path / "again").returncode == 0
+    (tmp_path / "again" / "mine.txt").write_text("mine")
+    for target in ("other", "starting", "again"):
+        before = sorted(p.name for p in (tmp_path / target).iterdir())
+        r = run_cli("export", "--run", run, "--out", tmp_path / target)
+        assert r.returncode == 2 and "not a pretrained folder of orbitlaw's" in r.stderr, target
+        assert sorted(p.name for p in (tmp_path / target).iterdir()) == before
+    # a folder of its own is replaced whole; no staging directory is left beside it
+    assert run_cli("export", "--run", run, "--out", tmp_path / "hf2").returncode == 0
+    assert run_cli("export", "--run", run, "--out", tmp_path / "hf2").returncode == 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # a model saved without its run is still a run to the commands (its whole block as the context)
+    from orbitlaw.models.hub import save_pretrained
+
+    bare = save_pretrained(model, tmp_path / "bare")
+    assert json.loads((bare / "config.json").read_text())["context"] == model.config.block_size
+    assert evaluate(bare, data, n_seq=2)["loss"] > 0
 
 
 def test_push_to_hub_and_from_pretrained_go_through_the_hubs_http_api(tiny_run, tmp_path, monkeypatch):
@@ -72,11 +89,14 @@ def test_push_to_hub_and_from_pretrained_go_through_the_hubs_http_api(tiny_run, 
         pulled = GPT.from_pretrained("you/orbitlaw-tiny", endpoint=hub.url)
         assert _same_weights(model, pulled)
         assert (tmp_path / "cache" / "orbitlaw" / "you--orbitlaw-tiny@main" / "model.safetensors").is_file()
-        with pytest.raises(ValueError, match="you/missing: the Hub could not give this model"):
+        with pytest.raises(ValueError, match="you/missing: no such local directory, and the Hub could not give"):
             GPT.from_pretrained("you/missing", endpoint=hub.url)
         closed = hub.url
     with pytest.raises(ValueError, match="the Hub could not give this model: .*[Cc]onnect"):
         GPT.from_pretrained("you/other", endpoint=closed)  # a network failure: one line, nothing half-loaded
+    r = run_cli("export", "--run", run, "--push", "you/other", "--endpoint", closed)
+    assert r.returncode == 2 and "you/other: the upload to the Hub failed" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_a_dataset_goes_to_parquet_and_datasets_and_back_byte_for_byte(tiny_run, tmp_path):
@@ -96,7 +116,8 @@ def test_a_dataset_goes_to_parquet_and_datasets_and_back_byte_for_byte(tiny_run,
             x, y = getattr(a[split], field), getattr(b[split], field)
             assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (split, field)
     datasets = pytest.importorskip("datasets")
-    ds = datasets.load_dataset("parquet", data_dir=str(tmp_path / "pq"), cache_dir=str(tmp_path / "hfds"))
+    ds = datasets.load_dataset(str(tmp_path / "pq"), cache_dir=str(tmp_path / "hfds"))
+    assert sorted(ds) == sorted(a)  # the dataset card keeps the splits as they are (val is not renamed)
     row = ds["train"][3]
     assert row["sequence"] == 3
     assert np.array_equal(np.array(row["positions"]), a["train"].positions[3], equal_nan=True)

@@ -63,6 +63,12 @@ def test_a_table_of_the_simulators_states_gives_back_its_tokens_forces_and_eleme
     assert np.array_equal(bare.tokens, np.concatenate([got["train"].tokens, got["val"].tokens]))
     np.testing.assert_allclose(bare.velocities[:, 1:-1], split.velocities[:, 1:-1], rtol=0.05, atol=0.05)
     assert np.isnan(bare.forces).all() and np.isnan(bare.masses).all()
+    # with masses but no velocities: forces from the positions, no orbital elements guessed from differences
+    table.drop(columns=["vx", "vy"]).to_csv(tmp_path / "novel.csv", index=False)
+    assert run_cli("import", "--table", tmp_path / "novel.csv", "--out", tmp_path / "novel", "--quiet").returncode == 0
+    novel = orbits.load_dataset(tmp_path / "novel")["train"]
+    np.testing.assert_allclose(novel.forces, split.forces, rtol=1e-12)
+    assert np.isnan(novel.a).all() and np.isnan(novel.e).all()
     from orbitlaw.discovery.probes.probe_data import open_split
 
     with pytest.raises(ValueError, match="has no force labels: its systems' masses are unknown"):
@@ -102,12 +108,22 @@ def test_bad_trajectories_are_one_line_errors_and_leave_nothing(simulated, tmp_p
         "missing": (table.drop(index=[3]), "every body needs exactly one row at each time"),
         "columns": (table.drop(columns=["body"]), "has no column body"),
         "3d": (table.assign(z=0.1), "leaves the plane|is not 0"),
+        "no-system": (table.assign(system=table["system"].where(table.index != 7)), "column 'system' is missing"),
+        "unbound-no-velocities": (table.assign(x=np.where(table["body"] == "planet", table["x"] * (1 + table["t"]),
+                                                          table["x"])).drop(columns=["vx", "vy"]),
+                                  "is not bound to its star"),
     }
     for name, (bad, message) in cases.items():
         bad.to_csv(tmp_path / f"{name}.csv", index=False)
         r = run_cli("import", "--table", tmp_path / f"{name}.csv", "--out", tmp_path / f"out-{name}", "--quiet")
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (name, r.stderr)
         assert re.search(message, r.stderr), (name, r.stderr)
+    sim = rebound.Simulation()
+    sim.units = ("yr", "AU", "Msun")
+    sim.add(m=1.0)
+    sim.add(m=0.0, a=1.0)  # a test particle
+    with pytest.raises(ValueError, match="a test particle"):
+        import_trajectories(sim, tmp_path / "test-particle", steps=3)
     sim = rebound.Simulation()  # REBOUND's default units, G = 1
     sim.add(m=1.0)
     sim.add(m=1e-3, a=1.0)

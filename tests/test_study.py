@@ -115,6 +115,12 @@ def test_each_stage_announces_itself_as_k_of_n_with_the_time_spent_and_left(tmp_
     s.plan(["third", "fourth"])  # a stage known only later (the path's replication) adds to N
     s.stage("fourth", {}, [], lambda: {})
     assert capsys.readouterr().err.strip().startswith("orbitlaw run: [3/4] fourth")
+    # a new invocation after a code change: the stages done by the old code are not counted as done
+    again = Study(tmp_path / "s", progress=False)
+    again.source = "another version of the code"
+    again.plan(["first", "second", "third", "fourth"])
+    again.stage("first", {}, [], lambda: {})
+    assert capsys.readouterr().err.strip() == "orbitlaw run: [1/4] first (0:00 in)"
 
 
 def test_stage_cache_is_keyed_by_config(tmp_path):

@@ -166,14 +166,18 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     plan = probe_data.default_plan(len(split), cfg.train_sequences, cfg.heldout_sequences, 0, cfg.seed)
     if plan.train_sequences < 1:
         raise ValueError("linear probes need at least one training sequence")
-    parts = {}
+    parts, columns = {}, {}
     rows_of = probe_rows(split, plan, model.config, context, cfg.sequences, cfg.steps_per_sequence, cfg.seed)
     for name, rows in rows_of.items():
         if len(rows["sequence"]) < 2:
             raise ValueError(f"too few {name} planet steps inside the context of {context} tokens")
-        targets = target_columns(rows, split)
+        columns[name] = target_columns(rows, split)
+    # a target the dataset does not know (the orbital elements of trajectories imported without velocities) is
+    # left out, not guessed: its R^2 is None
+    kept = [t for t in LINEAR_TARGETS if all(np.isfinite(c[t]).all() for c in columns.values())]
+    for name, rows in rows_of.items():
         parts[name] = (hidden_features(model, split, rows, context, cfg.batch, device),
-                       np.stack([targets[t] for t in LINEAR_TARGETS], 1))
+                       np.stack([columns[name][t] for t in kept], 1))
     (Xtr, Ytr), (Xte, Yte) = parts["train"], parts["heldout"]
     from tqdm import tqdm
 
@@ -184,11 +188,12 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
         alpha.append(a)
         preds.append(p)
     r2, alpha = np.array(r2), np.array(alpha)
-    result = {"layers": list(range(len(r2))), "targets": list(LINEAR_TARGETS),
-              "r2": {t: [float(v) for v in r2[:, i]] for i, t in enumerate(LINEAR_TARGETS)},
-              "alpha": {t: [float(v) for v in alpha[:, i]] for i, t in enumerate(LINEAR_TARGETS)},
-              "best": {t: {"layer": int(np.argmax(r2[:, i])), "r2": float(np.max(r2[:, i]))}
-                       for i, t in enumerate(LINEAR_TARGETS)},
+    left_out = {t: None for t in LINEAR_TARGETS if t not in kept}
+    result = {"layers": list(range(len(r2))), "targets": kept, "left_out": sorted(left_out),
+              "r2": {**{t: [float(v) for v in r2[:, i]] for i, t in enumerate(kept)}, **left_out},
+              "alpha": {**{t: [float(v) for v in alpha[:, i]] for i, t in enumerate(kept)}, **left_out},
+              "best": {**{t: {"layer": int(np.argmax(r2[:, i])), "r2": float(np.max(r2[:, i]))}
+                          for i, t in enumerate(kept)}, **left_out},
               "rows": {"train": int(len(Ytr)), "heldout": int(len(Yte))},
               "layer_meaning": "0 = embeddings, l = output of block l (before the final LayerNorm)",
               "context": context, "settings": settings, "seed": cfg.seed, "code_version": code_version(),
@@ -197,16 +202,18 @@ def linear_probes(cfg: LinearProbeConfig, progress: bool = True) -> dict:
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    frozen_readout(out / "frozen_predictions.csv", rows_of["heldout"], preds, r2)
+    frozen_readout(out / "frozen_predictions.csv", rows_of["heldout"], preds, r2, kept)
     write_json_atomic(out / "linear_probes.json", result)
     return result
 
 
-def frozen_readout(path: Path, rows: dict, preds: list[np.ndarray], r2: np.ndarray) -> None:
+def frozen_readout(path: Path, rows: dict, preds: list[np.ndarray], r2: np.ndarray,
+                   targets: list[str] = LINEAR_TARGETS) -> None:
     """Write the frozen state's |F| and |a| on the held-out ``rows`` (the module doc), from the ln|F| and ln|a|
-    ridges' predictions (``preds``: per layer, (rows, targets)) at each one's best layer by held-out R^2."""
+    ridges' predictions (``preds``: per layer, (rows, targets), the targets ``targets``) at each one's best layer
+    by held-out R^2."""
     def best(target):
-        i = LINEAR_TARGETS.index(target)
+        i = targets.index(target)
         return np.exp(preds[int(np.argmax(r2[:, i]))][:, i])
 
     a_true = rows["F_true"] / rows["m1"]

@@ -27,6 +27,8 @@ def run(args) -> int:
         raise UserError("--push, --private and --endpoint go with --run (a dataset is exported with --out)")
     if not args.out and not args.push:
         raise UserError("give --out DIR (or --push OWNER/NAME with --run)")
+    if (args.private or args.endpoint) and not args.push:
+        raise UserError("--private and --endpoint go with --push")
     if args.data:
         from orbitlaw.orbits.parquet import export_parquet
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import resource
 import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,6 +46,7 @@ class Study:
         self.out = Path(out)
         self.progress = progress
         self.source = source_digest()
+        self.invocation = uuid.uuid4().hex  # this Study's own: a plan it did not start is another invocation's
         (self.out / "stages").mkdir(parents=True, exist_ok=True)
 
     def path(self, *parts: str) -> Path:
@@ -89,18 +90,22 @@ class Study:
         adds them when they are known; N is then what is known so far."""
         path = self.out / "stages" / self.PLAN
         saved = json.loads(path.read_text()) if path.exists() else {}
-        if saved.get("pid") != os.getpid():  # a new invocation: its clock and its count of stages done start now
-            saved = {"pid": os.getpid(), "started": time.time(), "stages": [],
-                     "done_at_start": sum(self._done(n) for n in names)}
-        saved["stages"] = list(dict.fromkeys([*saved["stages"], *names]))
+        if saved.get("invocation") != self.invocation:  # a new invocation: its clock and its count start now
+            saved = {"invocation": self.invocation, "started": time.time(), "stages": [], "done_at_start": 0}
+        new = [n for n in dict.fromkeys(names) if n not in saved["stages"]]
+        saved["done_at_start"] += sum(self._done(n) for n in new)  # finished before: not this invocation's pace
+        saved["stages"] += new
         write_json_atomic(path, saved)
 
     def _done(self, name: str) -> bool:
+        """Whether stage ``name`` finished under this code (a marker of another code version, which the stage will
+        run again, is not done)."""
         marker = self.marker(name)
         try:
-            return bool(marker.exists() and json.loads(marker.read_text()).get("done"))
+            saved = json.loads(marker.read_text()) if marker.exists() else {}
         except ValueError:  # a marker being replaced as it is read
             return False
+        return bool(saved.get("done")) and saved.get("source") == self.source
 
     def progress_line(self, name: str) -> str:
         """``name`` as the next stage to run: ``[k/N] name (M:SS in, about M:SS left)`` under a plan (the time left
