@@ -270,13 +270,19 @@ def inside(root: Path, path: Path, what: str) -> Path:
     return real
 
 
-def fresh_stage(out: Path) -> Path:
-    """A new staging directory beside ``out`` for one call to build ``out`` in and rename (``.NAME.<random>.staging``,
-    mode 0755): never a name that another command resumes from, nor one that a concurrent call shares."""
+@contextlib.contextmanager
+def staged_directory(out: Path):
+    """Yield a new staging directory beside ``out`` (``.NAME.<random>.staging``, mode 0755: never a name another
+    command resumes from, nor one a concurrent call shares) to build ``out`` in; when the block succeeds it is
+    renamed to ``out``, and on any failure removed: ``out`` is whole or absent."""
     import tempfile
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
     os.chmod(stage, 0o755)
-    return stage
+    try:
+        yield stage
+        os.replace(stage, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -33,10 +33,7 @@ staging name and renamed when whole: a failed import leaves nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import os
-import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,10 +45,10 @@ from orbitlaw.orbits.blocks import SHARD_SIZE
 from orbitlaw.orbits.constants import G
 from orbitlaw.orbits.manifest import build_manifest, check_split_names, config_hash, dataset_config
 from orbitlaw.orbits.presets import IMPORTED
-from orbitlaw.orbits.reader import load_dataset
+from orbitlaw.orbits.reader import write_checked_manifest
 from orbitlaw.orbits.systems import empty_batch
 from orbitlaw.orbits.tokenizer import TIME_STEPS, TokenizerSpec
-from orbitlaw.provenance import atomic_path, fresh_stage, write_text_atomic
+from orbitlaw.provenance import atomic_path, staged_directory
 
 TIME_STEP_NAMES = {"week": 0, "six-months": 1}
 """The tokeniser's time steps by name (:data:`~orbitlaw.orbits.tokenizer.TIME_STEPS`), for ``--time-step``."""
@@ -348,8 +345,7 @@ def write_dataset(trajectories: list[Trajectory], out: str | Path, *, val: int =
     check_split_names(splits)
     config = dataset_config(IMPORTED, params, spec, 0, splits)
     digest = config_hash(config)
-    stage = fresh_stage(out)
-    try:
+    with staged_directory(out) as stage:
         done = {}
         for name, group in groups.items():
             arrays, outside = _arrays(group, steps, P, seq_len, spec)
@@ -359,11 +355,7 @@ def write_dataset(trajectories: list[Trajectory], out: str | Path, *, val: int =
                     np.save(tmp, arr)
             done.update(_block_records(name, arrays, outside))
         manifest = build_manifest(config, digest, done)
-        write_text_atomic(stage / "manifest.json", json.dumps(manifest, indent=2) + "\n")
-        load_dataset(stage, verify=True)
-        os.replace(stage, out)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        write_checked_manifest(stage, manifest)
     return out
 
 

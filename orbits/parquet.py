@@ -26,15 +26,13 @@ columns): the ``cpu`` study's 20,000 two-body sequences are 1.1 GB of arrays. ``
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 from orbitlaw.orbits.manifest import check_manifest, file_digest, read_manifest
-from orbitlaw.orbits.reader import load_dataset
-from orbitlaw.provenance import atomic_path, fresh_stage, write_text_atomic
+from orbitlaw.orbits.reader import load_dataset, write_checked_manifest
+from orbitlaw.provenance import atomic_path, staged_directory, write_text_atomic
 
 MANIFEST_KEY = b"orbitlaw.manifest"
 
@@ -97,8 +95,7 @@ def export_parquet(data: str | Path, out: str | Path) -> Path:
     text = json.dumps(manifest, sort_keys=True)
     if out.exists():
         raise ValueError(f"{out} exists; choose another directory or remove it")
-    stage = fresh_stage(out)
-    try:
+    with staged_directory(out) as stage:
         for name, split in splits.items():
             files = manifest["split_info"][name]["files"]
             columns = {"sequence": pa.array(np.arange(len(split), dtype=np.int64))}
@@ -108,9 +105,6 @@ def export_parquet(data: str | Path, out: str | Path) -> Path:
                 pa.parquet.write_table(table, tmp)
         write_text_atomic(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         write_text_atomic(stage / "README.md", dataset_card(manifest))
-        os.replace(stage, out)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     return out
 
 
@@ -125,8 +119,7 @@ def import_parquet(source: str | Path, out: str | Path) -> Path:
     check_manifest(manifest, source)
     if out.exists():
         raise ValueError(f"{out} exists; choose another directory or remove it")
-    stage = fresh_stage(out)
-    try:
+    with staged_directory(out) as stage:
         for name, info in manifest["split_info"].items():
             path = source / f"{name}.parquet"
             try:
@@ -147,9 +140,5 @@ def import_parquet(source: str | Path, out: str | Path) -> Path:
                                      "was changed after it was exported)")
                 with atomic_path(stage / meta["file"]) as tmp:
                     np.save(tmp, arr)
-        write_text_atomic(stage / "manifest.json", json.dumps(manifest, indent=2) + "\n")
-        load_dataset(stage, verify=True)
-        os.replace(stage, out)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        write_checked_manifest(stage, manifest)
     return out

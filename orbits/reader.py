@@ -7,6 +7,7 @@ dataset and matches the manifest (:mod:`orbitlaw.orbits.manifest`) in shape, dty
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from orbitlaw.orbits import generate
 from orbitlaw.orbits.manifest import ARRAY_FIELDS, check_manifest, file_digest, read_manifest
 from orbitlaw.orbits.systems import SystemBatch
 from orbitlaw.orbits.tokenizer import TokenizerSpec
-from orbitlaw.provenance import inside
+from orbitlaw.provenance import inside, write_text_atomic
 
 
 class Split:
@@ -106,6 +107,13 @@ def load_dataset(path: str | Path, verify: bool | str = "on-read") -> dict[str, 
         for split in splits.values():
             split.open_all()
     return splits
+
+
+def write_checked_manifest(directory: Path, manifest: dict) -> None:
+    """Write ``manifest`` into a dataset ``directory`` being built (by an import), then open the dataset and check
+    every file against it: a dataset that does not read back is never published."""
+    write_text_atomic(Path(directory) / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    load_dataset(directory, verify=True)
 
 
 REBUILD = "re-run the simulate command that made the dataset with --repair to rebuild it"
