@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from orbitlaw.commands._choices import ARCHITECTURES, ATTENTIONS, describe_attentions
+from orbitlaw.commands._shared import config_fields
 
 
 def add_parser(sub) -> None:
@@ -101,14 +102,12 @@ def _from_file(args):
 def _from_flags(args):
     """The TrainConfig of the flags: each flag sets the field its ``dest`` names (the fields without a flag keep
     their defaults); ``--embed-init`` goes to ``model_overrides``."""
-    import dataclasses
-
     from orbitlaw.models.train import TrainConfig
 
     if not args.preset:
         raise ValueError("--preset is required (or --config FILE.json with every setting)")
-    settings = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
-    return TrainConfig(**settings, model_overrides={"embed_init": args.embed_init} if args.embed_init else {})
+    return TrainConfig(**config_fields(args, TrainConfig,
+                                       model_overrides={"embed_init": args.embed_init} if args.embed_init else {}))
 
 
 def run(args) -> int:
