@@ -228,10 +228,10 @@ STUDY_PRESETS: dict[str, StudyPreset] = {p.name: p for p in (
         probe_data={"preset": "two-body", "splits": {"train": 120}},
         # every stage at the fewest steps that exercise it (a loss curve of four points, a resumable checkpoint
         # half-way): its numbers only show that the pipeline works
-        train=_train(preset="tiny", pos="rope", steps=16, batch=4, lr=1e-3, schedule="cosine", warmup=4,
-                     eval_every=8, checkpoint_every=8, log_every=4, eval_sequences=8, seed=0),
+        train=_train(preset="tiny", pos="rope", steps=8, batch=4, lr=1e-3, schedule="cosine", warmup=2,
+                     eval_every=4, checkpoint_every=4, log_every=2, eval_sequences=8, seed=0),
         evaluate={"sequences": 16, "extrapolation_sequences": 1},
-        probe={"steps": 16, "batch": 8, "checkpoint_every": 8, "train_sequences": 100, "heldout_sequences": 20,
+        probe={"steps": 8, "batch": 8, "checkpoint_every": 4, "train_sequences": 100, "heldout_sequences": 20,
                "eval_train_sequences": 16, "near_train": 1000},
         solar_steps=8, linear_probe={"sequences": 100, "steps_per_sequence": 5}, discover=_SMOKE_SR,
         figure_sequences=2, archs=["lstm"],
