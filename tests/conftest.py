@@ -26,6 +26,18 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
                           str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 
+# The test files that take longest (the smoke study's fixture, the path and controls presets, the notebooks, the
+# kernels' compile check; `python benchmarks/quickstart.py --durations` lists them) run first: with a file per
+# worker, one of them started last would run alone at the end while the other worker idles.
+SLOWEST_FIRST = ("test_study.py", "test_path.py", "test_controls.py", "test_notebooks.py", "test_kernels_compile.py",
+                 "test_tracking.py", "test_verdict_precision.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the order within a file is kept
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A factory: ``small_disk("2m")`` mounts a tmpfs of that size (a disk that fills up) and returns its path;
