@@ -28,6 +28,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from orbitlaw.errors import first_line
 from orbitlaw.models import checkpoint
 from orbitlaw.provenance import code_version, write_json_atomic, write_text_atomic
 
@@ -46,10 +47,6 @@ def _hub():
         raise ValueError("reaching the Hugging Face Hub needs huggingface_hub: pip install 'orbitlaw[hub]' "
                          "(a pretrained folder on disk needs nothing more)") from None
     return huggingface_hub
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def run_record(run: str | Path) -> dict:
@@ -153,7 +150,7 @@ def from_pretrained(path_or_repo: str | Path, *, device: str = "cpu", revision: 
                                                local_dir=folder, allow_patterns=list(FILES)))
         except Exception as exc:  # the client's HTTP and connection errors, whichever library raises them
             raise ValueError(f"{path_or_repo}: no such local directory, and the Hub could not give this model: "
-                             f"{_first_line(exc)}") from None
+                             f"{first_line(exc)}") from None
     return load_run(local, device=device)
 
 
@@ -172,7 +169,7 @@ def push_to_hub(model, repo_id: str, run: str | Path | None = None, *, record: d
             info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, revision=revision,
                                      commit_message=commit_message)
         except Exception as exc:  # the client's HTTP and connection errors, whichever library raises them
-            raise ValueError(f"{repo_id}: the upload to the Hub failed: {_first_line(exc)}") from None
+            raise ValueError(f"{repo_id}: the upload to the Hub failed: {first_line(exc)}") from None
     return str(getattr(info, "commit_url", info))
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orbitlaw.errors import first_line
 from orbitlaw.orbits import generate
 from orbitlaw.orbits.blocks import SHARD_SIZE
 from orbitlaw.orbits.constants import G
@@ -150,8 +151,7 @@ def from_archive(path: str | Path, time_step: str = "six-months", steps: int | N
             archive = rebound.Simulationarchive(str(path))
             first = archive[0]
     except Exception as exc:  # REBOUND raises its own and the OS's errors for a file that is not an archive
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"{path}: not a REBOUND SimulationArchive, or a damaged one ({why})") from None
+        raise ValueError(f"{path}: not a REBOUND SimulationArchive, or a damaged one ({first_line(exc)})") from None
     G_sim = _check_units(first, str(path))
     dt = TIME_STEPS[TIME_STEP_NAMES[time_step]]
     available = int(math.floor((archive.tmax - archive.tmin) / dt + 1e-9)) + 1
@@ -187,7 +187,7 @@ def from_table(path: str | Path) -> list[Trajectory]:
     except ImportError:
         raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install 'orbitlaw[data]'") from None
     except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{path}: not a readable table ({str(exc).splitlines()[0]})") from None
+        raise ValueError(f"{path}: not a readable table ({first_line(exc)})") from None
     missing = [c for c in TABLE_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"{path} has no column {', '.join(missing)}; a table needs {', '.join(TABLE_COLUMNS)} "

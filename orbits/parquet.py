@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orbitlaw.errors import first_line
 from orbitlaw.orbits.manifest import check_manifest, file_digest, read_manifest
 from orbitlaw.orbits.reader import load_dataset, write_checked_manifest
 from orbitlaw.provenance import atomic_path, staged_directory, write_text_atomic
@@ -125,7 +126,7 @@ def import_parquet(source: str | Path, out: str | Path) -> Path:
             try:
                 table = pa.parquet.read_table(path)
             except (OSError, pa.ArrowException) as exc:
-                raise ValueError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+                raise ValueError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
             (stage / name).mkdir()
             for field, meta in info["files"].items():
                 if field not in table.column_names:
@@ -134,7 +135,7 @@ def import_parquet(source: str | Path, out: str | Path) -> Path:
                     arr = _array(table.column(field), meta["dtype"], meta["shape"])
                 except (ValueError, AttributeError, pa.ArrowException) as exc:  # another shape, or not a list
                     raise ValueError(f"{path}: column {field!r} does not have the manifest's shape "
-                                     f"{meta['shape']}: {str(exc).splitlines()[0]}") from None
+                                     f"{meta['shape']}: {first_line(exc)}") from None
                 if file_digest(arr, manifest["shard_size"]) != meta["sha256_of_blocks"]:
                     raise ValueError(f"{path}: column {field!r} does not match the manifest's checksum (the file "
                                      "was changed after it was exported)")

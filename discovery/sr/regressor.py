@@ -28,6 +28,7 @@ from orbitlaw.discovery.sr import expression_text
 from orbitlaw.discovery.sr import law as laws
 from orbitlaw.discovery.sr.backends import SearchSettings
 from orbitlaw.discovery.sr.symbolic import DiscoverConfig, discover_law
+from orbitlaw.errors import first_line
 
 PARETO_COLUMNS = ("complexity", "expression")
 
@@ -45,7 +46,7 @@ class Law:
         try:
             record = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"cannot read {path} as LAW.json: {str(exc).splitlines()[0]}") from None
+            raise ValueError(f"cannot read {path} as LAW.json: {first_line(exc)}") from None
         if not isinstance(record, dict) or not {"expression", "verdict", "data"} <= set(record):
             raise ValueError(f"{path} is not a LAW.json (no expression, verdict and data)")
         return cls(record)
